@@ -1,0 +1,1 @@
+"""Deployments of Proctor's flows, for `prefect deploy` (prefect.yaml) or `serve`."""

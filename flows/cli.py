@@ -1,0 +1,187 @@
+"""The `proctor` command line.
+
+Exit codes: 0 every case passed, 1 some case failed, 2 bad input or configuration,
+3 the run itself could not complete (database, crash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 3
+
+
+def _quiet_prefect(verbose: bool) -> None:
+    """Prefect's defaults suit a server; on a terminal they drown the progress bar."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="proctor", description="Evaluate LLM agents against suites.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command")
+
+    run = commands.add_parser("run", help="evaluate a suite with an agent")
+    run.add_argument("suite", help="suite file: .evalset.json, agent.yaml or a Vanna dataset")
+    run.add_argument("--agent", help="agent target 'module:attr' or 'file.py:attr' (default: the suite's)")
+    run.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    run.add_argument("--db", dest="database_url", help="results database URL (default .proctor/proctor.db)")
+    run.add_argument("--output", dest="report_dir", help="report folder (default .proctor/reports/…)")
+    run.add_argument("--concurrency", type=int, default=8, help="agents running at once (default 8)")
+    run.add_argument("--chunk-size", type=int, help="cases per Prefect task run (default: automatic)")
+    run.add_argument("--timeout", dest="agent_timeout_s", type=float, default=300.0, help="per-turn seconds")
+    run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
+    run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+
+    validate = commands.add_parser("validate", help="check a suite without running anything")
+    validate.add_argument("suite")
+    validate.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    return parser
+
+
+def _print_problems(error: Exception) -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    problems = getattr(error, "problems", None)
+    lines = [str(problem) for problem in problems] if problems else [str(error)]
+    console.print(f"[bold red]error:[/] {len(lines)} problem(s), nothing was run", highlight=False)
+    for line in lines:
+        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from proctor.loaders import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.suite, config_path=args.config)
+    except SuiteError as error:
+        _print_problems(error)
+        return EXIT_BAD_INPUT
+    for warning in suite.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    metrics = sorted({spec.name for case in suite.cases for spec in case.metrics})
+    shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
+    print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
+    return EXIT_PASSED
+
+
+def _summary_table(summary: Any, database_url: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from sqlmodel import Session
+
+    from models.tables import EvalRun
+    from proctor.reporting import case_rows
+    from proctor.storage import get_engine
+    from proctor.storage.runs import metric_stats
+
+    console = Console()
+    engine = get_engine(database_url)
+    with Session(engine) as session:
+        run = session.get(EvalRun, summary.run_id)
+        stats = metric_stats(session=session, run_id=summary.run_id)
+        rows = case_rows(session=session, run=run, limit=20)
+    metrics = Table(title=f"{summary.suite_name}: metrics", title_justify="left")
+    for column in ("metric", "scored", "passed", "errors", "avg score"):
+        metrics.add_column(column, justify="left" if column == "metric" else "right")
+    for name, stat in stats.items():
+        avg = f"{stat['avg_score']:.3f}" if stat["avg_score"] is not None else "n/a"
+        metrics.add_row(name, str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg)
+    console.print(metrics)
+    failing = [row for row in rows if not row["passed"]]
+    if failing:
+        table = Table(title="failing cases", title_justify="left")
+        for column in ("case", "state", "why"):
+            table.add_column(column)
+        for row in failing:
+            table.add_row(str(row["case"]), row["state"], row["why"])
+        console.print(table)
+    colour = "green" if summary.failed == 0 else "red"
+    rate = f"{summary.pass_rate:.1f}%" if summary.pass_rate is not None else "n/a"
+    console.print(
+        f"[bold {colour}]{summary.passed}/{summary.total} passed[/] ({rate}), "
+        f"{summary.errored} errored · run {summary.run_id} · {(summary.duration_ms or 0) / 1000:.1f}s",
+        highlight=False,
+    )
+    console.print(f"reports: {summary.report_dir}/report.md · results: {summary.database}", highlight=False)
+
+
+def _run(args: argparse.Namespace) -> int:
+    _quiet_prefect(args.verbose)
+    from flows.evaluate import EvaluationRequest, evaluate, prepare
+    from proctor.agents import AgentLoadError
+    from proctor.loaders import SuiteError
+
+    try:
+        request = EvaluationRequest(
+            **{k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
+        )
+        _, cases, _ = prepare(request)
+    except (SuiteError, AgentLoadError, ValueError) as error:
+        _print_problems(error)
+        return EXIT_BAD_INPUT
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from proctor import progress as events
+    from proctor.storage import default_database_url
+
+    bar = Progress(
+        TextColumn("[bold]evaluating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("[green]{task.fields[passed]} passed [red]{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        disable=args.no_progress or not sys.stderr.isatty(),
+        transient=True,
+        console=None,
+    )
+    task_id = bar.add_task("cases", total=len(cases), passed=0, failed=0)
+    tallies = {"passed": 0, "failed": 0}
+
+    def on_event(event: str, data: dict[str, Any]) -> None:
+        if event == "case_finished":
+            tallies["passed" if data["passed"] else "failed"] += 1
+            bar.update(task_id, advance=1, **tallies)
+
+    unsubscribe = events.subscribe(on_event)
+    try:
+        with bar:
+            summary = asyncio.run(evaluate(request))
+    except Exception as error:
+        print(f"error: the run could not complete: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        unsubscribe()
+    _summary_table(summary, request.database_url or default_database_url())
+    return EXIT_PASSED if summary.all_passed else EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from proctor import __version__
+
+        print(f"proctor {__version__}")
+        return EXIT_PASSED
+    if args.command == "run":
+        return _run(args)
+    if args.command == "validate":
+        return _validate(args)
+    parser.print_help()
+    return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The evaluation flow: load a suite, run its cases through the stages, store, report.
+
+`evaluate` is what `proctor run` calls in-process and what deployments run on workers; its
+one parameter is a Pydantic model, so the Prefect UI shows it as a form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+from pydantic import BaseModel, Field
+
+from models.case import Case, Suite
+from models.tables import EvalRun, RunStatus
+from proctor import __version__
+from proctor.agents import load_target
+from proctor.chunking import auto_chunk_size, chunked
+from proctor.loaders import Problem, SuiteError, load_suite, slug
+from proctor.loaders.suite import resolve_target
+from proctor.pipeline import CaseWork, RunSettings, release_runtime
+from proctor.reporting.reports import environment_info
+from proctor.storage import default_database_url, redact_url
+from tasks.persist import finalize_run, open_run
+from tasks.report import publish_artifacts, render_reports_task
+from tasks.stages import run_chunk
+
+DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
+
+
+class EvaluationRequest(BaseModel):
+    """What to evaluate and how; every field has a sensible default but the suite."""
+
+    suite: str = Field(description="Path of the suite file (.evalset.json, agent.yaml, Vanna dataset)")
+    agent: str | None = Field(
+        default=None, description="Agent target 'module:attr' or 'file.py:attr'; default: the suite's"
+    )
+    config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default .proctor/proctor.db")
+    report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")
+    concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
+    chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
+    agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
+    tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
+    cases: list[str] = Field(default_factory=list, description="Run only these case ids")
+
+
+class RunSummary(BaseModel):
+    run_id: uuid.UUID
+    suite_name: str
+    status: RunStatus
+    total: int
+    passed: int
+    failed: int
+    errored: int
+    pass_rate: float | None
+    duration_ms: int | None
+    report_dir: str | None
+    database: str
+    error: str | None = None
+
+    @property
+    def all_passed(self) -> bool:
+        return self.status is RunStatus.COMPLETED and self.failed == 0
+
+
+def select_cases(suite: Suite, tags: list[str], case_ids: list[str]) -> list[Case]:
+    cases = suite.cases
+    if tags:
+        wanted = set(tags)
+        cases = [case for case in cases if wanted & set(case.tags)]
+    if case_ids:
+        unknown = sorted(set(case_ids) - {case.case_id for case in suite.cases})
+        if unknown:
+            raise SuiteError([Problem(suite.path, "", f"no case with id {', '.join(map(repr, unknown))}")])
+        cases = [case for case in cases if case.case_id in set(case_ids)]
+    if not cases:
+        raise SuiteError([Problem(suite.path, "", "no case matches the selection (--tag / --case)")])
+    return cases
+
+
+def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
+    """Load and check everything before a run starts; raises `SuiteError` or `AgentLoadError`.
+
+    Returns the suite, the selected cases and the agent target to import: a `file.py`
+    named by the suite is found beside the suite, one named by `--agent` from here.
+    """
+    suite = load_suite(request.suite, config_path=request.config)
+    if request.agent:
+        agent = request.agent
+    elif suite.agent:
+        agent = resolve_target(suite.agent, Path(suite.path).parent)
+    else:
+        raise SuiteError(
+            [
+                Problem(
+                    suite.path, "metadata.agent", "no agent: pass --agent module:attr or set it in the suite"
+                )
+            ]
+        )
+    load_target(agent)
+    return suite, select_cases(suite, request.tags, request.cases), agent
+
+
+def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return DEFAULT_REPORT_ROOT / slug(suite.suite_id) / f"{stamp}-{str(run_id)[:8]}"
+
+
+@flow(name="proctor-evaluate", log_prints=False)
+async def evaluate(request: EvaluationRequest) -> RunSummary:
+    """Evaluate one suite with one agent; every case is stored as soon as it is done."""
+    logger = get_run_logger()
+    suite, cases, agent = prepare(request)
+    for warning in suite.warnings:
+        logger.warning(warning)
+    database_url = request.database_url or default_database_url()
+    run_id = open_run(
+        database_url=database_url,
+        run=EvalRun(
+            suite_id=suite.suite_id,
+            suite_name=suite.name,
+            suite_path=suite.path,
+            source_format=suite.source_format,
+            agent=request.agent or suite.agent or agent,
+            config=request.model_dump(mode="json", exclude={"database_url"})
+            | {"metrics": sorted({spec.name for case in cases for spec in case.metrics})},
+            environment=environment_info(),
+            flow_run_id=str(flow_run.id) if flow_run.id else None,
+            proctor_version=__version__,
+            planned_cases=len(cases),
+        ),
+    )
+    settings = RunSettings(
+        run_id=run_id,
+        database_url=database_url,
+        agent=agent,
+        suite_dir=str(Path(suite.path).parent),
+        concurrency=request.concurrency,
+        agent_timeout_s=request.agent_timeout_s,
+    )
+    size = request.chunk_size or auto_chunk_size(len(cases))
+    logger.info("run %s: %d cases of %s in chunks of %d", run_id, len(cases), suite.name, size)
+
+    # Enough chunks in flight to keep `concurrency` agents busy, not the whole suite at once.
+    gate = asyncio.Semaphore(max(2, math.ceil(2 * request.concurrency / size)))
+
+    async def guarded(offset: int, chunk: list[Case]) -> None:
+        label = chunk[0].case_id if len(chunk) == 1 else f"cases {offset + 1}-{offset + len(chunk)}"
+        async with gate:
+            await run_chunk([CaseWork(offset + i, case) for i, case in enumerate(chunk)], settings, label)
+
+    try:
+        outcomes = await asyncio.gather(
+            *(guarded(offset, list(chunk)) for offset, chunk in chunked(cases, size)), return_exceptions=True
+        )
+    finally:
+        release_runtime(run_id)
+    failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    error = f"{len(failures)} chunk(s) failed; first: {failures[0]!r}" if failures else None
+    run = finalize_run(database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error)
+    report_dir = Path(request.report_dir) if request.report_dir else default_report_dir(suite, run_id)
+    render_reports_task(database_url, run_id, str(report_dir))
+    publish_artifacts(database_url, run_id, str(report_dir))
+    summary = RunSummary(
+        run_id=run_id,
+        suite_name=suite.name,
+        status=run.status,
+        total=run.total_cases,
+        passed=run.passed_cases,
+        failed=run.failed_cases,
+        errored=run.errored_cases,
+        pass_rate=run.pass_rate,
+        duration_ms=run.duration_ms,
+        report_dir=str(report_dir),
+        database=redact_url(database_url),
+        error=error,
+    )
+    if failures:
+        raise RuntimeError(f"run {run_id} did not finish: {error}") from failures[0]
+    logger.info("run %s: %d/%d passed", run_id, summary.passed, summary.total)
+    return summary

@@ -1,0 +1,310 @@
+"""The agentflow evaluation data models: suites as `.evalset.json` files and their reports.
+
+Field names, defaults and methods follow the agentflow "Data Models" document, so a file
+written for agentflow loads here unchanged and `EvalSet.save` writes one agentflow reads.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class MessageContent(BaseModel):
+    """One message: a role and either plain text or structured parts."""
+
+    role: str
+    content: str | list[dict[str, Any]]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def user(cls, text: str, **metadata: Any) -> MessageContent:
+        return cls(role="user", content=text, metadata=metadata)
+
+    @classmethod
+    def assistant(cls, text: str, **metadata: Any) -> MessageContent:
+        return cls(role="assistant", content=text, metadata=metadata)
+
+    def get_text(self) -> str:
+        """The text of the message; structured parts contribute their `text` fields."""
+        if isinstance(self.content, str):
+            return self.content
+        texts = [str(part["text"]) for part in self.content if part.get("text") is not None]
+        return "\n".join(texts)
+
+
+class ToolCall(BaseModel):
+    """An expected or actual tool call."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = None
+    result: Any | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("tool name must be non-empty")
+        return value
+
+    def matches(self, other: ToolCall, check_args: bool = True, check_call_id: bool = False) -> bool:
+        """Whether `other` is the same call: same name, and args / call id when asked."""
+        if self.name != other.name:
+            return False
+        if check_args and self.args != other.args:
+            return False
+        return not (check_call_id and self.call_id != other.call_id)
+
+
+class StepType(StrEnum):
+    NODE = "node"
+    TOOL = "tool"
+    MESSAGE = "message"
+    CONDITIONAL = "conditional"
+
+
+class TrajectoryStep(BaseModel):
+    """One step of an execution trajectory (a graph node, a tool call, a message...)."""
+
+    step_type: StepType
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    timestamp: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def node(cls, name: str, timestamp: float | None = None, **metadata: Any) -> TrajectoryStep:
+        return cls(step_type=StepType.NODE, name=name, timestamp=timestamp, metadata=metadata)
+
+    @classmethod
+    def tool(
+        cls,
+        name: str,
+        args: dict[str, Any] | None = None,
+        timestamp: float | None = None,
+        **metadata: Any,
+    ) -> TrajectoryStep:
+        return cls(
+            step_type=StepType.TOOL,
+            name=name,
+            args=args or {},
+            timestamp=timestamp,
+            metadata=metadata,
+        )
+
+
+class SessionInput(BaseModel):
+    """How the agent's session starts: thread id, configuration and initial state."""
+
+    thread_id: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    initial_state: dict[str, Any] = Field(default_factory=dict)
+
+
+class Invocation(BaseModel):
+    """One turn: the user's message and what the agent is expected to do with it."""
+
+    invocation_id: str
+    user_content: MessageContent
+    expected_tool_trajectory: list[ToolCall] = Field(default_factory=list)
+    expected_intermediate_responses: list[MessageContent] = Field(default_factory=list)
+    expected_final_response: MessageContent | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalCase(BaseModel):
+    """One test scenario: a conversation of one or more turns."""
+
+    eval_id: str
+    name: str = ""
+    conversation: list[Invocation] = Field(default_factory=list)
+    session_input: SessionInput | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("eval_id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("eval_id must be non-empty")
+        return value
+
+
+class EvalSet(BaseModel):
+    """A collection of evaluation cases, usually stored as `<name>.evalset.json`."""
+
+    eval_set_id: str
+    name: str = ""
+    description: str = ""
+    eval_cases: list[EvalCase] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_case_ids(self) -> EvalSet:
+        seen: set[str] = set()
+        for case in self.eval_cases:
+            if case.eval_id in seen:
+                raise ValueError(f"duplicate eval_id {case.eval_id!r}: case ids must be unique")
+            seen.add(case.eval_id)
+        return self
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalSet:
+        """Read and validate an `.evalset.json` file."""
+        with open(path, encoding="utf-8") as handle:
+            return cls.model_validate(json.load(handle))
+
+    def save(self, path: str | Path) -> None:
+        """Write the set as indented JSON, the format `load` reads."""
+        Path(path).write_text(self.model_dump_json(indent=2), encoding="utf-8")
+
+
+class MatchType(StrEnum):
+    EXACT = "EXACT"
+    IN_ORDER = "IN_ORDER"
+    ANY_ORDER = "ANY_ORDER"
+
+    @classmethod
+    def _missing_(cls, value: object) -> MatchType | None:
+        # Suites written by hand use "exact", "in_order", "any-order" alike.
+        if isinstance(value, str):
+            return cls.__members__.get(value.strip().upper().replace("-", "_"))
+        return None
+
+
+class Rubric(BaseModel):
+    """A custom rubric for LLM-judged evaluation."""
+
+    name: str
+    description: str
+    scoring_guide: str
+    weight: float = Field(default=1.0, ge=0.0)
+
+
+class CriterionConfig(BaseModel):
+    """Configuration of one criterion.
+
+    Fields beyond the five documented ones are kept and handed to the metric as its
+    arguments (for instance `check_args` for trajectory matching); the metric rejects
+    the ones it does not know.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = True
+    threshold: float = Field(default=0.8, ge=0.0)
+    match_type: MatchType = MatchType.EXACT
+    judge_model: str = "gpt-4o-mini"
+    rubrics: list[Rubric] = Field(default_factory=list)
+
+
+class UserSimulatorConfig(BaseModel):
+    """An LLM that plays the user toward goals (driven by the user-simulator feature)."""
+
+    model: str = "gpt-4o-mini"
+    goals: list[str] = Field(default_factory=list)
+    max_invocations: int = Field(default=5, ge=1)
+    instructions: str = ""
+
+
+def _threshold_shorthand(spec: Any) -> Any:
+    is_number = isinstance(spec, int | float) and not isinstance(spec, bool)
+    return {"threshold": spec} if is_number else spec
+
+
+class EvalConfig(BaseModel):
+    """Which criteria score a set, and how.
+
+    A bare number as a criterion (`"response_match_score": 0.5`, as ADK's
+    `test_config.json` writes it) is read as that criterion's threshold.
+    """
+
+    criteria: dict[str, CriterionConfig] = Field(default_factory=dict)
+    user_simulator_config: UserSimulatorConfig | None = None
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _thresholds_as_numbers(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                name: {"threshold": spec}
+                if isinstance(spec, int | float) and not isinstance(spec, bool)
+                else spec
+                for name, spec in value.items()
+            }
+        return value
+
+    @classmethod
+    def default(cls) -> EvalConfig:
+        """trajectory_match 0.8, response_match 0.7 and llm_judge 0.7 on gpt-4o-mini."""
+        return cls(
+            criteria={
+                "trajectory_match": CriterionConfig(threshold=0.8),
+                "response_match": CriterionConfig(threshold=0.7),
+                "llm_judge": CriterionConfig(threshold=0.7, judge_model="gpt-4o-mini"),
+            }
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalConfig:
+        with open(path, encoding="utf-8") as handle:
+            return cls.model_validate(json.load(handle))
+
+
+class CriterionResult(BaseModel):
+    criterion: str
+    score: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    threshold: float
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class CriterionStats(BaseModel):
+    """How one criterion did across a set."""
+
+    evaluated: int = 0
+    passed: int = 0
+    avg_score: float = 0.0
+    min_score: float = 0.0
+    max_score: float = 0.0
+
+
+class EvalCaseResult(BaseModel):
+    eval_id: str
+    name: str | None = None
+    passed: bool
+    criterion_results: list[CriterionResult] = Field(default_factory=list)
+    error: str | None = None
+    duration_seconds: float = Field(ge=0.0)
+
+
+class EvalSummary(BaseModel):
+    total_cases: int = Field(ge=0)
+    passed_cases: int = Field(ge=0)
+    failed_cases: int = Field(ge=0)
+    pass_rate: float = Field(ge=0.0, le=1.0)
+    avg_score: float
+    criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _counts_add_up(self) -> EvalSummary:
+        if self.passed_cases + self.failed_cases != self.total_cases:
+            raise ValueError("passed_cases + failed_cases must equal total_cases")
+        return self
+
+
+class EvalReport(BaseModel):
+    report_id: str
+    eval_set_id: str
+    eval_set_name: str | None = None
+    results: list[EvalCaseResult]
+    summary: EvalSummary
+    config_used: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    duration_seconds: float = Field(ge=0.0)

@@ -1,0 +1,106 @@
+"""The one case shape the pipeline runs, whatever format the suite was written in.
+
+agentflow evalsets, ADK evalsets, HoloDeck `agent.yaml` test cases and Vanna datasets are
+all converted into `Case` objects by `proctor.loaders`; the flow never sees the formats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from models.agentflow import SessionInput, ToolCall
+from models.holodeck import MAX_FILES_PER_CASE, FileInput, LLMProvider
+
+
+class Turn(BaseModel):
+    """One user message and what is expected of the agent's reply to it.
+
+    `expected_tool_calls` is None when the suite states no expectation for the turn,
+    and an empty list when it expects that no tool is called.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    input: str
+    expected_tool_calls: list[ToolCall] | None = None
+    expected_response: str | None = None
+    expected_intermediate_responses: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MetricSpec(BaseModel):
+    """A metric by registry name, its arguments and how it is called.
+
+    Mirrors HoloDeck's `EvaluationMetric` (threshold, scale, retries, timeout, fail on
+    error) plus `args`, the metric's own configuration, validated against the registry
+    before anything runs.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    threshold: float | None = None
+    enabled: bool = True
+    args: dict[str, Any] = Field(default_factory=dict)
+    scale: int | None = Field(default=None, gt=0)
+    model: LLMProvider | None = None
+    fail_on_error: bool = False
+    retry_on_failure: int | None = Field(default=None, ge=1, le=3)
+    timeout_ms: int | None = Field(default=None, gt=0)
+    custom_prompt: str | None = None
+
+
+class Case(BaseModel):
+    """A test case ready to run: turns, attached files, metrics and provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str
+    name: str | None = None
+    turns: list[Turn] = Field(min_length=1)
+    files: list[FileInput] = Field(default_factory=list)
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    expected_tools: list[str] | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    session: SessionInput = Field(default_factory=SessionInput)
+    source_format: str = "native"
+
+    @field_validator("files")
+    @classmethod
+    def _at_most_ten_files(cls, value: list[FileInput]) -> list[FileInput]:
+        if len(value) > MAX_FILES_PER_CASE:
+            raise ValueError(f"at most {MAX_FILES_PER_CASE} files per case; got {len(value)}")
+        return value
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.case_id
+
+    @property
+    def first_input(self) -> str:
+        return self.turns[0].input
+
+    @property
+    def ground_truth(self) -> str | None:
+        """The expected final answer: the last turn's expected response."""
+        return self.turns[-1].expected_response
+
+
+class Suite(BaseModel):
+    """Cases loaded from one file, with where they came from and which agent runs them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite_id: str
+    name: str
+    path: str
+    source_format: str
+    cases: list[Case]
+    agent: str | None = None
+    description: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)

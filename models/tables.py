@@ -1,0 +1,123 @@
+"""SQL tables: one row per evaluation run, per case result and per metric result.
+
+Kept apart from the domain models so the file formats can change without a migration and
+the tables can be indexed for history queries without bending the formats.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(nullable: bool = False) -> Any:
+    return Field(
+        default_factory=utc_now if not nullable else None,
+        sa_column=Column(DateTime(timezone=True), nullable=nullable),
+    )
+
+
+def _json(default: Any) -> Any:
+    return Field(default_factory=default, sa_column=Column(JSON, nullable=False))
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class EvalRun(SQLModel, table=True):
+    """One evaluation of one suite by one agent."""
+
+    __tablename__ = "eval_run"
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    suite_id: str = Field(index=True)
+    suite_name: str
+    suite_path: str
+    source_format: str
+    agent: str = Field(index=True)
+    status: RunStatus = Field(default=RunStatus.RUNNING, index=True)
+    started_at: datetime = _timestamp()
+    finished_at: datetime | None = _timestamp(nullable=True)
+    planned_cases: int = 0
+    total_cases: int = 0
+    passed_cases: int = 0
+    failed_cases: int = 0
+    errored_cases: int = 0
+    pass_rate: float | None = None
+    duration_ms: int | None = None
+    config: dict[str, Any] = _json(dict)
+    environment: dict[str, Any] = _json(dict)
+    flow_run_id: str | None = None
+    proctor_version: str
+    report_dir: str | None = None
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class CaseResultRow(SQLModel, table=True):
+    """One case of one run: its final state, what the agent did, timings and tokens."""
+
+    __tablename__ = "case_result"
+    __table_args__ = (UniqueConstraint("run_id", "case_id", name="uq_case_result_run_case"),)
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    run_id: uuid.UUID = Field(foreign_key="eval_run.id", index=True)
+    case_id: str
+    position: int = 0
+    case_name: str | None = None
+    state: str = Field(index=True)
+    passed: bool | None = None
+    input: str = Field(sa_column=Column(Text, nullable=False))
+    response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    ground_truth: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    turns: list[dict[str, Any]] = _json(list)
+    tool_calls: list[dict[str, Any]] = _json(list)
+    expected_tools: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    tools_matched: bool | None = None
+    errors: list[str] = _json(list)
+    files: list[dict[str, Any]] = _json(list)
+    tags: list[str] = _json(list)
+    files_ms: float = 0.0
+    agent_ms: float = 0.0
+    evaluation_ms: float = 0.0
+    execution_ms: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    started_at: datetime = _timestamp()
+    finished_at: datetime | None = _timestamp(nullable=True)
+
+
+class MetricResultRow(SQLModel, table=True):
+    """One metric's score for one case, with the arguments and version that produced it."""
+
+    __tablename__ = "metric_result"
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    run_id: uuid.UUID = Field(foreign_key="eval_run.id", index=True)
+    case_result_id: uuid.UUID = Field(foreign_key="case_result.id", index=True)
+    case_id: str
+    metric_name: str = Field(index=True)
+    metric_version: str = "1"
+    score: float | None = None
+    threshold: float | None = None
+    passed: bool
+    scale: int | None = None
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    retry_count: int = 0
+    evaluation_time_ms: int = 0
+    model_used: str | None = None
+    args: dict[str, Any] = _json(dict)
+    details: dict[str, Any] = _json(dict)
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

@@ -1,0 +1,15 @@
+"""Agents under test: how they are found, called, and what they may return."""
+
+from proctor.agents.protocol import AgentOutputError, AgentRequest, AgentResponse, coerce_response
+from proctor.agents.targets import AgentInvoker, AgentLoadError, AgentTimeoutError, load_target
+
+__all__ = [
+    "AgentInvoker",
+    "AgentLoadError",
+    "AgentOutputError",
+    "AgentRequest",
+    "AgentResponse",
+    "AgentTimeoutError",
+    "coerce_response",
+    "load_target",
+]

@@ -1,0 +1,96 @@
+"""What an agent under test receives and may return.
+
+An agent is any callable `agent(request: AgentRequest)`, sync or async. It may return
+the answer as a plain string, a dict with `answer` (and optionally `tool_calls` and
+`usage`), or an `AgentResponse`. Tool calls and tokens can also be reported while it
+works, through `request.record_tool_call` and `request.record_usage`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from models.agentflow import ToolCall
+from models.holodeck import ProcessedFileInput
+from models.outcome import TokenUsage
+
+
+class AgentResponse(BaseModel):
+    """The agent's reply to one user message."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class AgentRequest:
+    """One user message for the agent, with the session it belongs to."""
+
+    case_id: str
+    turn_id: str
+    input: str
+    thread_id: str
+    history: list[dict[str, str]] = field(default_factory=list)
+    files: list[ProcessedFileInput] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    recorded_tool_calls: list[ToolCall] = field(default_factory=list)
+    recorded_usage: TokenUsage = field(default_factory=TokenUsage)
+
+    def record_tool_call(self, name: str, args: dict[str, Any] | None = None, result: Any = None) -> None:
+        """Report a tool call as it happens (kept even if the agent later fails)."""
+        self.recorded_tool_calls.append(ToolCall(name=name, args=args or {}, result=result))
+
+    def record_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        self.recorded_usage = self.recorded_usage + TokenUsage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        )
+
+    @property
+    def files_markdown(self) -> str:
+        """The attached files as one markdown text, for agents that just want to read them."""
+        return "\n\n".join(f.markdown_content for f in self.files if f.error is None)
+
+
+class AgentOutputError(ValueError):
+    """The agent returned something that is not an answer."""
+
+
+def coerce_response(value: Any, request: AgentRequest) -> AgentResponse:
+    """Accept the return shapes agents use; anything else is the agent's error, named."""
+    if isinstance(value, AgentResponse):
+        response = value
+    elif isinstance(value, str):
+        response = AgentResponse(answer=value)
+    elif isinstance(value, dict):
+        data = dict(value)
+        for alias in ("output", "response", "text"):
+            if "answer" not in data and alias in data:
+                data["answer"] = data.pop(alias)
+        try:
+            response = AgentResponse.model_validate(data)
+        except ValidationError as error:
+            fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+            raise AgentOutputError(f"agent returned an invalid dict ({fields})") from None
+    else:
+        raise AgentOutputError(
+            f"agent returned {type(value).__name__}; expected str, dict with 'answer', or AgentResponse"
+        )
+    if request.recorded_tool_calls or request.recorded_usage.total_tokens:
+        response = response.model_copy(
+            update={
+                "tool_calls": [*request.recorded_tool_calls, *response.tool_calls],
+                "usage": response.usage + request.recorded_usage,
+            }
+        )
+    return response

@@ -1,0 +1,55 @@
+"""Errors a suite file can have, each naming the file, where in it, and what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.location}" if self.location else self.file
+        return f"{where}: {self.message}"
+
+
+class SuiteError(Exception):
+    """One or more problems found in suite or config files; nothing has run."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(problem) for problem in problems))
+
+
+def json_path(location: tuple[int | str, ...], prefix: str = "") -> str:
+    """`('eval_cases', 0, 'eval_id')` -> `eval_cases[0].eval_id`."""
+    text = prefix
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _found(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def problems_from_validation(file: str, error: ValidationError, prefix: str = "") -> list[Problem]:
+    """One problem per Pydantic error, with the JSON path and the value that was found."""
+    problems = []
+    for issue in error.errors():
+        message = issue["msg"]
+        if issue["type"] not in {"missing", "value_error", "assertion_error"} and "input" in issue:
+            message = f"{message}; found {_found(issue['input'])}"
+        elif issue["type"] == "missing":
+            message = "required field is missing"
+        problems.append(Problem(file, json_path(tuple(issue["loc"]), prefix), message))
+    return problems

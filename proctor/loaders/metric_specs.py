@@ -1,0 +1,58 @@
+"""Turning each format's metric configuration into `MetricSpec`s, checked against the registry."""
+
+from __future__ import annotations
+
+from models.agentflow import CriterionConfig, EvalConfig
+from models.case import MetricSpec
+from models.holodeck import EvaluationMetric, LLMProvider
+from proctor.loaders.errors import Problem
+from proctor.metrics.registry import REGISTRY, MetricConfigError
+
+
+def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:
+    """An agentflow criterion as a metric spec; fields the metric takes become its args."""
+    args = dict(criterion.model_extra or {})
+    metric_fields = REGISTRY.get(name).model_fields if name in REGISTRY else {}
+    if "match_type" in metric_fields:
+        args.setdefault("match_type", criterion.match_type.value)
+    if "rubrics" in metric_fields and criterion.rubrics:
+        args.setdefault("rubrics", [rubric.model_dump() for rubric in criterion.rubrics])
+    model = (
+        LLMProvider(name=criterion.judge_model)
+        if "judge_model" in metric_fields or (name in REGISTRY and REGISTRY.get(name).kind == "llm")
+        else None
+    )
+    return MetricSpec(
+        name=name, threshold=criterion.threshold, enabled=criterion.enabled, args=args, model=model
+    )
+
+
+def specs_from_eval_config(config: EvalConfig) -> list[MetricSpec]:
+    return [spec_from_criterion(name, criterion) for name, criterion in config.criteria.items()]
+
+
+def spec_from_evaluation_metric(
+    metric: EvaluationMetric, default_model: LLMProvider | None = None
+) -> MetricSpec:
+    """A HoloDeck metric as a spec; extra fields are the metric's args."""
+    return MetricSpec(
+        name=metric.metric,
+        threshold=metric.threshold,
+        enabled=metric.enabled,
+        args=metric.extra_args,
+        scale=metric.scale,
+        model=metric.model or default_model,
+        fail_on_error=metric.fail_on_error,
+        retry_on_failure=metric.retry_on_failure,
+        timeout_ms=metric.timeout_ms,
+        custom_prompt=metric.custom_prompt,
+    )
+
+
+def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
+    """The problem with a spec's name or arguments, found before anything runs."""
+    try:
+        REGISTRY.build(spec)
+    except MetricConfigError as error:
+        return Problem(file, location, str(error))
+    return None

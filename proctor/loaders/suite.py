@@ -1,0 +1,282 @@
+"""Loading a suite file of any supported format into a validated `Suite`.
+
+Every problem in every file is collected and reported together, each naming the file,
+the location and what was expected; nothing runs until the whole suite is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from models.agentflow import EvalConfig, EvalSet
+from models.case import Case, MetricSpec, Suite
+from models.holodeck import EvaluationConfig, TestCaseModel
+from models.vanna import TestCase
+from proctor.loaders.errors import Problem, SuiteError, problems_from_validation
+from proctor.loaders.formats import case_from_test_case_model, case_from_vanna, cases_from_evalset
+from proctor.loaders.metric_specs import (
+    check_spec,
+    spec_from_evaluation_metric,
+    specs_from_eval_config,
+)
+from proctor.metrics.registry import REGISTRY
+
+CONFIG_NEIGHBOURS = ("eval_config.json", "test_config.json")
+HOLODECK_AGENT_FIELDS = ("model", "instructions", "tools", "description", "response_format")
+
+
+def read_document(path: Path) -> Any:
+    """Parse a JSON or YAML file; syntax errors name the line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([Problem(str(path), "", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SuiteError([Problem(str(path), "", f"cannot read file: {error}")]) from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            location = f"line {error.lineno}, column {error.colno}"
+            raise SuiteError([Problem(str(path), location, f"invalid JSON: {error.msg}")]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise SuiteError([Problem(str(path), location, f"invalid YAML: {problem}")]) from None
+
+
+def detect_format(path: Path, document: Any) -> str:
+    if path.name.endswith(".evalset.json") or (isinstance(document, dict) and "eval_set_id" in document):
+        return "agentflow"
+    if isinstance(document, dict) and "dataset" in document:
+        return "vanna"
+    cases = document.get("test_cases") if isinstance(document, dict) else document
+    if isinstance(cases, list) and cases and isinstance(cases[0], dict):
+        if "message" in cases[0]:
+            return "vanna"
+        if "input" in cases[0]:
+            return "holodeck"
+    raise SuiteError(
+        [
+            Problem(
+                str(path),
+                "",
+                "unrecognised suite format: expected an agentflow evalset (eval_set_id, eval_cases), "
+                "a HoloDeck agent.yaml (test_cases with input) or a Vanna dataset (test cases with "
+                "id and message)",
+            )
+        ]
+    )
+
+
+def resolve_target(target: str, base_dir: Path) -> str:
+    """`agent.py:attr` is resolved against the suite's folder; `pkg.module:attr` is kept."""
+    module, sep, attr = target.rpartition(":")
+    if sep and module.endswith(".py") and not Path(module).is_absolute():
+        return f"{(base_dir / module).resolve()}:{attr}"
+    return target
+
+
+def _eval_config_for(path: Path, evalset: EvalSet, config_path: Path | None) -> tuple[EvalConfig, str, bool]:
+    """The set's criteria: an explicit file, the set's metadata, a file beside it, or the default."""
+    if config_path is not None:
+        return _load_config(config_path), str(config_path), False
+    inline = evalset.metadata.get("eval_config")
+    if isinstance(inline, dict):
+        try:
+            return EvalConfig.model_validate(inline), str(path), False
+        except ValidationError as error:
+            raise SuiteError(problems_from_validation(str(path), error, "metadata.eval_config")) from None
+    if isinstance(inline, str):
+        return _load_config(path.parent / inline), str(path.parent / inline), False
+    for name in CONFIG_NEIGHBOURS:
+        neighbour = path.parent / name
+        if neighbour.exists():
+            return _load_config(neighbour), str(neighbour), False
+    return EvalConfig.default(), "EvalConfig.default()", True
+
+
+def _load_config(path: Path) -> EvalConfig:
+    document = read_document(path)
+    try:
+        return EvalConfig.model_validate(document)
+    except ValidationError as error:
+        raise SuiteError(problems_from_validation(str(path), error)) from None
+
+
+def _check(specs_at: list[tuple[str, str, MetricSpec]]) -> list[Problem]:
+    problems = []
+    for file, location, spec in specs_at:
+        problem = check_spec(spec, file, location)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite:
+    try:
+        evalset = EvalSet.model_validate(document)
+    except ValidationError as error:
+        raise SuiteError(problems_from_validation(str(path), error)) from None
+    config, config_source, is_default = _eval_config_for(path, evalset, config_path)
+    warnings = []
+    if is_default:
+        for name in [n for n in config.criteria if n not in REGISTRY]:
+            del config.criteria[name]
+            warnings.append(
+                f"{path}: the default criterion {name!r} is not available in this version and "
+                "was skipped; pass --config to choose criteria"
+            )
+    specs = specs_from_eval_config(config)
+    problems = _check([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    for index, eval_case in enumerate(evalset.eval_cases):
+        if not eval_case.conversation:
+            problems.append(
+                Problem(str(path), f"eval_cases[{index}].conversation", "at least one invocation is required")
+            )
+    if not evalset.eval_cases:
+        problems.append(Problem(str(path), "eval_cases", "the set has no cases"))
+    if problems:
+        raise SuiteError(problems)
+    agent = evalset.metadata.get("agent")
+    return Suite(
+        suite_id=evalset.eval_set_id,
+        name=evalset.name or evalset.eval_set_id,
+        description=evalset.description,
+        path=str(path),
+        source_format="agentflow",
+        cases=cases_from_evalset(evalset, specs),
+        agent=agent if isinstance(agent, str) else None,
+        metadata={**evalset.metadata, "eval_config": config.model_dump(mode="json")},
+        warnings=warnings,
+    )
+
+
+def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
+    problems: list[Problem] = []
+    evaluation = None
+    if document.get("evaluations") is not None:
+        try:
+            evaluation = EvaluationConfig.model_validate(document["evaluations"])
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, "evaluations")
+    cases: list[Case] = []
+    metric_names = {m.metric for m in evaluation.metrics} if evaluation else set()
+    for index, raw in enumerate(document.get("test_cases") or []):
+        try:
+            test_case = TestCaseModel.model_validate(raw)
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, f"test_cases[{index}]")
+            continue
+        for name in test_case.evaluations or []:
+            if name not in metric_names:
+                problems.append(
+                    Problem(
+                        str(path),
+                        f"test_cases[{index}].evaluations",
+                        f"metric {name!r} is not defined in the evaluations block "
+                        f"(defined: {', '.join(sorted(metric_names)) or 'none'})",
+                    )
+                )
+        cases.append(case_from_test_case_model(test_case, index, evaluation))
+    if evaluation:
+        problems += _check(
+            [
+                (str(path), f"evaluations.metrics[{index}]", spec_from_evaluation_metric(metric))
+                for index, metric in enumerate(evaluation.metrics)
+            ]
+        )
+    if not document.get("test_cases"):
+        problems.append(Problem(str(path), "test_cases", "at least one test case is required"))
+    problems += _duplicate_ids(str(path), cases, "test_cases")
+    if problems:
+        raise SuiteError(problems)
+    warnings = [
+        f"{path}: '{field}' defines the agent; it is not used yet, so pass --agent"
+        for field in HOLODECK_AGENT_FIELDS
+        if field in document
+    ]
+    name = str(document.get("name") or path.parent.name)
+    return Suite(
+        suite_id=name,
+        name=name,
+        description=str(document.get("description") or ""),
+        path=str(path),
+        source_format="holodeck",
+        cases=cases,
+        warnings=warnings,
+    )
+
+
+def _load_vanna(path: Path, document: Any) -> Suite:
+    body = document.get("dataset", document) if isinstance(document, dict) else {"test_cases": document}
+    prefix = "dataset.test_cases" if isinstance(document, dict) and "dataset" in document else "test_cases"
+    problems: list[Problem] = []
+    cases: list[Case] = []
+    warnings: list[str] = []
+    for index, raw in enumerate(body.get("test_cases") or []):
+        try:
+            test_case = TestCase.model_validate(raw)
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, f"{prefix}[{index}]")
+            continue
+        case, case_warnings = case_from_vanna(test_case)
+        cases.append(case)
+        warnings += [f"{path}: {warning}" for warning in case_warnings]
+    if not body.get("test_cases"):
+        problems.append(Problem(str(path), prefix, "at least one test case is required"))
+    problems += _duplicate_ids(str(path), cases, prefix)
+    if problems:
+        raise SuiteError(problems)
+    name = str(body.get("name") or path.stem)
+    metadata = body.get("metadata") or {}
+    agent = metadata.get("agent")
+    return Suite(
+        suite_id=name,
+        name=name,
+        description=str(body.get("description") or ""),
+        path=str(path),
+        source_format="vanna",
+        cases=cases,
+        agent=agent if isinstance(agent, str) else None,
+        metadata=metadata,
+        warnings=warnings,
+    )
+
+
+def _duplicate_ids(file: str, cases: list[Case], location: str) -> list[Problem]:
+    seen: set[str] = set()
+    problems = []
+    for case in cases:
+        if case.case_id in seen:
+            problems.append(Problem(file, location, f"duplicate case id {case.case_id!r}"))
+        seen.add(case.case_id)
+    return problems
+
+
+def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Suite:
+    """Load and validate one suite file, whatever its format."""
+    path = Path(path)
+    document = read_document(path)
+    suite_format = detect_format(path, document)
+    if suite_format == "agentflow":
+        return _load_agentflow(path, document, Path(config_path) if config_path else None)
+    if config_path is not None:
+        raise SuiteError([Problem(str(config_path), "", "--config applies to agentflow evalsets only")])
+    if suite_format == "holodeck":
+        return _load_holodeck(path, document)
+    return _load_vanna(path, document)
+
+
+def slug(text: str) -> str:
+    """A lowercase identifier for file names and artifact keys."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "suite"

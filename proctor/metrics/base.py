@@ -1,0 +1,104 @@
+"""What every metric is made of: the context it reads, the score it returns, its base class.
+
+A metric is a Pydantic model whose fields are its configuration (validated, with unknown
+arguments rejected, before a run starts) and whose `evaluate` reads one `MetricContext`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from models.agentflow import ToolCall
+from models.case import Case
+from models.holodeck import ProcessedFileInput
+from models.outcome import AgentTurn
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """Everything a metric may look at for one case: expectations and what the agent did."""
+
+    case: Case
+    turns: list[AgentTurn]
+    processed_files: list[ProcessedFileInput] = field(default_factory=list)
+    agent_ms: float = 0.0
+
+    @property
+    def final_response(self) -> str:
+        return (self.turns[-1].response or "") if self.turns else ""
+
+    @property
+    def expected_response(self) -> str | None:
+        return self.case.ground_truth
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [call.name for call in self.tool_calls]
+
+    def paired_turns(self) -> list[tuple[Any, AgentTurn | None]]:
+        """Each expected turn with the agent's turn of the same position (None if missing)."""
+        return [
+            (expected, self.turns[index] if index < len(self.turns) else None)
+            for index, expected in enumerate(self.case.turns)
+        ]
+
+
+@dataclass
+class Score:
+    """A metric's verdict: a value in 0..1, and why.
+
+    `passed` is set only by metrics whose verdict is a label rather than a threshold on
+    the value; otherwise the runner compares the value with the threshold.
+    """
+
+    value: float
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    passed: bool | None = None
+    model_used: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise ValueError(f"a score must lie in 0..1; got {self.value}")
+
+
+class Metric(BaseModel):
+    """Base of every metric. Subclasses set `name` and implement `evaluate`.
+
+    `applies_to` returns False when a case has nothing for the metric to check (no
+    expected response for response matching, say); the metric is then not recorded
+    for that case rather than scored as a failure.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    kind: ClassVar[str] = "deterministic"
+    default_threshold: ClassVar[float] = 1.0
+    summary: ClassVar[str] = ""
+
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return True
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        raise NotImplementedError
+
+    async def aevaluate(self, ctx: MetricContext) -> Score:
+        """Async entry point; I/O-bound metrics (judges) override this instead.
+
+        CPU-bound metrics run inline: a thread would not run pure Python in parallel and
+        would cost more than most of them take.
+        """
+        return self.evaluate(ctx)
+
+    def arguments(self) -> dict[str, Any]:
+        """The configuration as stored with every result, for replay and comparison."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,21 @@
+"""Efficiency limits: how long the agent took."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from proctor.metrics.base import Metric, MetricContext, Score
+
+
+class MaxExecutionTime(Metric):
+    """1 if the agent answered within `max_ms` milliseconds, else 0 (Vanna's efficiency limit)."""
+
+    name = "max_execution_time"
+    summary = "The agent's total time stays within max_ms."
+
+    max_ms: float = Field(gt=0)
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        within = ctx.agent_ms <= self.max_ms
+        reason = f"agent took {ctx.agent_ms:.0f} ms (limit {self.max_ms:.0f} ms)"
+        return Score(value=1.0 if within else 0.0, reason=reason, details={"agent_ms": ctx.agent_ms})

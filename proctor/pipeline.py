@@ -1,0 +1,244 @@
+"""The test execution state machine, one stage at a time over a chunk of cases.
+
+Each stage takes the cases of a chunk, works on them concurrently, and persists each case
+as soon as that case leaves the stage: after the agent (so a judge failure or a crash never
+costs an agent call already made) and at the end. Prefect-free: `tasks/` wraps the stages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from models.case import Case
+from models.outcome import AgentTurn, CaseOutcome, CaseState
+from proctor import progress
+from proctor.agents import AgentInvoker, AgentRequest, load_target
+from proctor.files import process_file
+from proctor.metrics import REGISTRY, BoundMetric, MetricContext, score_case
+from proctor.metrics.tools import tools_matched
+from proctor.storage import get_engine, get_writer
+from proctor.storage.writer import ResultWriter
+
+log = logging.getLogger("proctor.pipeline")
+
+
+class RunSettings(BaseModel):
+    """What every stage needs to know about its run; plain data, so it crosses processes."""
+
+    run_id: uuid.UUID
+    database_url: str
+    agent: str
+    suite_dir: str
+    concurrency: int = Field(default=8, ge=1)
+    agent_timeout_s: float | None = Field(default=300.0, gt=0)
+
+
+@dataclass
+class CaseWork:
+    """A case on its way through the stages, with its position in the suite."""
+
+    position: int
+    case: Case
+    outcome: CaseOutcome = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.outcome = CaseOutcome(case_id=self.case.case_id)
+
+
+@dataclass
+class Runtime:
+    """The live objects of a run in this process: agent, concurrency limit, writer."""
+
+    settings: RunSettings
+    invoker: AgentInvoker
+    limiter: asyncio.Semaphore
+    writer: ResultWriter
+
+    async def save(self, work: CaseWork) -> None:
+        await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)
+        if work.outcome.state.is_final:
+            progress.publish(
+                "case_finished",
+                run_id=self.settings.run_id,
+                case_id=work.case.case_id,
+                state=work.outcome.state.value,
+                passed=work.outcome.passed,
+            )
+
+
+_runtimes: dict[uuid.UUID, Runtime] = {}
+
+
+def runtime_for(settings: RunSettings) -> Runtime:
+    """The run's runtime in this process, made on first use by any chunk."""
+    runtime = _runtimes.get(settings.run_id)
+    if runtime is None:
+        runtime = Runtime(
+            settings=settings,
+            invoker=AgentInvoker(
+                load_target(settings.agent),
+                max_threads=settings.concurrency,
+                timeout_s=settings.agent_timeout_s,
+            ),
+            limiter=asyncio.Semaphore(settings.concurrency),
+            writer=get_writer(get_engine(settings.database_url)),
+        )
+        _runtimes[settings.run_id] = runtime
+    return runtime
+
+
+def release_runtime(run_id: uuid.UUID) -> None:
+    runtime = _runtimes.pop(run_id, None)
+    if runtime is not None:
+        runtime.invoker.close()
+
+
+def _elapsed_ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _finish(outcome: CaseOutcome, state: CaseState) -> None:
+    outcome.state = state
+    outcome.finished_at = datetime.now(UTC)
+
+
+# -- stage 1: files ---------------------------------------------------------------------
+async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
+    """PENDING -> FILES_READY, or FILES_FAILED (final, persisted) with the reason."""
+    base_dir = Path(runtime.settings.suite_dir)
+
+    async def one(work: CaseWork) -> None:
+        outcome = work.outcome
+        if not work.case.files:
+            outcome.state = CaseState.FILES_READY
+            return
+        outcome.state = CaseState.PROCESSING_FILES
+        started = time.perf_counter()
+        outcome.processed_files = [
+            await asyncio.to_thread(process_file, file_input, base_dir) for file_input in work.case.files
+        ]
+        outcome.files_ms = _elapsed_ms(started)
+        failures = [p for p in outcome.processed_files if p.error is not None]
+        if failures:
+            outcome.errors += [f"file failed: {p.error}" for p in failures]
+            _finish(outcome, CaseState.FILES_FAILED)
+            await runtime.save(work)
+        else:
+            outcome.state = CaseState.FILES_READY
+
+    await asyncio.gather(*(one(work) for work in works))
+
+
+# -- stage 2: agent ---------------------------------------------------------------------
+async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
+    case, outcome = work.case, work.outcome
+    thread_id = case.session.thread_id or f"{runtime.settings.run_id}:{case.case_id}"
+    history: list[dict[str, str]] = []
+    state = dict(case.session.initial_state)
+    for turn in case.turns:
+        request = AgentRequest(
+            case_id=case.case_id,
+            turn_id=turn.turn_id,
+            input=turn.input,
+            thread_id=thread_id,
+            history=list(history),
+            files=outcome.processed_files,
+            config=dict(case.session.config),
+            state=state,
+            metadata=case.metadata,
+        )
+        started = time.perf_counter()
+        try:
+            response = await runtime.invoker.invoke(request)
+        except Exception as error:  # every way an agent can fail is recorded, never raised
+            message = str(error) if str(error) else type(error).__name__
+            outcome.turns.append(
+                AgentTurn(
+                    turn_id=turn.turn_id,
+                    input=turn.input,
+                    tool_calls=request.recorded_tool_calls,
+                    usage=request.recorded_usage,
+                    latency_ms=_elapsed_ms(started),
+                    error=message,
+                )
+            )
+            outcome.errors.append(f"agent failed on turn {turn.turn_id}: {message}")
+            return
+        outcome.turns.append(
+            AgentTurn(
+                turn_id=turn.turn_id,
+                input=turn.input,
+                response=response.answer,
+                tool_calls=response.tool_calls,
+                usage=response.usage,
+                latency_ms=_elapsed_ms(started),
+            )
+        )
+        history += [
+            {"role": "user", "content": turn.input},
+            {"role": "assistant", "content": response.answer},
+        ]
+
+
+async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
+    """FILES_READY -> AGENT_COMPLETE (checkpointed) or AGENT_FAILED (final)."""
+
+    async def one(work: CaseWork) -> None:
+        outcome = work.outcome
+        if outcome.state is not CaseState.FILES_READY:
+            return
+        async with runtime.limiter:
+            outcome.state = CaseState.EXECUTING_AGENT
+            started = time.perf_counter()
+            await _run_turns(work, runtime)
+            outcome.agent_ms = _elapsed_ms(started)
+        if outcome.errors:
+            _finish(outcome, CaseState.AGENT_FAILED)
+        else:
+            outcome.state = CaseState.AGENT_COMPLETE
+        await runtime.save(work)
+
+    await asyncio.gather(*(one(work) for work in works))
+
+
+# -- stage 3: metrics -------------------------------------------------------------------
+async def evaluate_metrics(works: list[CaseWork], runtime: Runtime) -> None:
+    """AGENT_COMPLETE -> COMPLETE (passed or failed) or EVALUATION_FAILED; persisted."""
+
+    async def one(work: CaseWork) -> None:
+        case, outcome = work.case, work.outcome
+        if outcome.state is not CaseState.AGENT_COMPLETE:
+            return
+        outcome.state = CaseState.EVALUATING
+        started = time.perf_counter()
+        context = MetricContext(
+            case=case, turns=outcome.turns, processed_files=outcome.processed_files, agent_ms=outcome.agent_ms
+        )
+        try:
+            bound = [BoundMetric(spec, REGISTRY.build(spec)) for spec in case.metrics]
+            outcome.metrics = await score_case(bound, context)
+        except Exception as error:  # a metric that cannot even be built fails its case only
+            outcome.errors.append(f"evaluation failed: {error}")
+        outcome.tools_matched = tools_matched(case.expected_tools, context.tool_names)
+        outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.metrics if m.error]
+        outcome.evaluation_ms = _elapsed_ms(started)
+        _finish(outcome, CaseState.EVALUATION_FAILED if outcome.errors else CaseState.COMPLETE)
+        await runtime.save(work)
+
+    await asyncio.gather(*(one(work) for work in works))
+
+
+async def run_chunk(works: list[CaseWork], runtime: Runtime) -> list[CaseWork]:
+    """All three stages for one chunk, without Prefect (used by tests and embedding code)."""
+    await process_files(works, runtime)
+    await execute_agent(works, runtime)
+    await evaluate_metrics(works, runtime)
+    return works

@@ -1,0 +1,183 @@
+"""Stored results converted out to each seed's result shape.
+
+The database is the source of truth: reports are built from rows, so a report can be
+rendered again for any past run, and what a report says is exactly what was stored.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from models.agentflow import CriterionResult, CriterionStats, EvalCaseResult, EvalSummary
+from models.holodeck import FileInput, MetricResult, ProcessedFileInput, ReportSummary, TestResult
+from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from models.vanna import AgentResult, EvaluationResult, TestCase, TestCaseResult, UiComponent, User
+
+
+def iso(moment: datetime | None) -> str:
+    moment = moment or datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def metric_result(row: MetricResultRow) -> MetricResult:
+    return MetricResult(
+        metric_name=row.metric_name,
+        score=row.score,
+        threshold=row.threshold,
+        passed=row.passed,
+        scale=row.scale,
+        error=row.error,
+        retry_count=row.retry_count,
+        evaluation_time_ms=row.evaluation_time_ms,
+        model_used=row.model_used,
+    )
+
+
+def _processed_file(entry: dict[str, Any]) -> ProcessedFileInput:
+    original = FileInput.model_validate(
+        {k: v for k, v in entry.items() if k in FileInput.model_fields and v is not None}
+    )
+    return ProcessedFileInput(
+        original=original,
+        markdown_content="" if entry.get("error") else f"({entry.get('markdown_chars', 0)} characters)",
+        metadata=entry.get("metadata") or {},
+        processing_time_ms=int(entry.get("processing_time_ms") or 0),
+        error=entry.get("error"),
+    )
+
+
+def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResult:
+    """HoloDeck's `TestResult` for one stored case."""
+    return TestResult(
+        test_name=row.case_name or row.case_id,
+        test_input=row.input,
+        processed_files=[_processed_file(entry) for entry in row.files],
+        agent_response=row.response,
+        tool_calls=[call["name"] for call in row.tool_calls],
+        expected_tools=row.expected_tools,
+        tools_matched=row.tools_matched,
+        metric_results=[metric_result(metric) for metric in metrics],
+        ground_truth=row.ground_truth,
+        passed=bool(row.passed),
+        execution_time_ms=int(row.execution_ms),
+        errors=list(row.errors),
+        timestamp=iso(row.finished_at or row.started_at),
+    )
+
+
+class SummaryBuilder:
+    """Accumulates HoloDeck and agentflow summaries while results stream past."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.passed = 0
+        self.duration_ms = 0
+        self.metric_counts: dict[str, int] = {}
+        self.metric_passed: dict[str, int] = {}
+        self.metric_scores: dict[str, list[float]] = {}
+        self.case_scores: list[float] = []
+
+    def add(self, row: CaseResultRow, metrics: list[MetricResultRow]) -> None:
+        self.total += 1
+        self.passed += bool(row.passed)
+        self.duration_ms += int(row.execution_ms)
+        scores = []
+        for metric in metrics:
+            name = metric.metric_name
+            self.metric_counts[name] = self.metric_counts.get(name, 0) + 1
+            self.metric_passed[name] = self.metric_passed.get(name, 0) + bool(metric.passed)
+            if metric.score is not None:
+                self.metric_scores.setdefault(name, []).append(metric.score)
+                scores.append(metric.score)
+        self.case_scores.append(sum(scores) / len(scores) if scores else (1.0 if row.passed else 0.0))
+
+    def average_scores(self) -> dict[str, float]:
+        return {name: sum(values) / len(values) for name, values in self.metric_scores.items() if values}
+
+    def metric_pass_rates(self) -> dict[str, float]:
+        return {name: 100.0 * self.metric_passed[name] / count for name, count in self.metric_counts.items()}
+
+    def report_summary(self) -> ReportSummary:
+        return ReportSummary(
+            total_tests=self.total,
+            passed=self.passed,
+            failed=self.total - self.passed,
+            pass_rate=(100.0 * self.passed / self.total) if self.total else 0.0,
+            total_duration_ms=self.duration_ms,
+            metrics_evaluated=dict(self.metric_counts),
+            average_scores=self.average_scores(),
+        )
+
+    def eval_summary(self) -> EvalSummary:
+        stats = {
+            name: CriterionStats(
+                evaluated=count,
+                passed=self.metric_passed[name],
+                avg_score=self.average_scores().get(name, 0.0),
+                min_score=min(self.metric_scores.get(name) or [0.0]),
+                max_score=max(self.metric_scores.get(name) or [0.0]),
+            )
+            for name, count in self.metric_counts.items()
+        }
+        return EvalSummary(
+            total_cases=self.total,
+            passed_cases=self.passed,
+            failed_cases=self.total - self.passed,
+            pass_rate=(self.passed / self.total) if self.total else 0.0,
+            avg_score=(sum(self.case_scores) / len(self.case_scores)) if self.case_scores else 0.0,
+            criterion_stats=stats,
+        )
+
+
+def eval_case_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> EvalCaseResult:
+    """agentflow's `EvalCaseResult`; a metric that errored has score 0 and its error in details."""
+    return EvalCaseResult(
+        eval_id=row.case_id,
+        name=row.case_name,
+        passed=bool(row.passed),
+        criterion_results=[
+            CriterionResult(
+                criterion=metric.metric_name,
+                score=metric.score if metric.score is not None else 0.0,
+                passed=metric.passed,
+                threshold=metric.threshold if metric.threshold is not None else 0.0,
+                details={**metric.details, **({"error": metric.error} if metric.error else {})},
+            )
+            for metric in metrics
+        ],
+        error="; ".join(row.errors) or None,
+        duration_seconds=row.execution_ms / 1000,
+    )
+
+
+def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRun) -> TestCaseResult:
+    """Vanna's `TestCaseResult`: the agent's result and one `EvaluationResult` per metric."""
+    agent_error = next((turn.get("error") for turn in row.turns if turn.get("error")), None)
+    return TestCaseResult(
+        test_case=TestCase(id=row.case_id, user=User(), message=row.input),
+        agent_result=AgentResult(
+            test_case_id=row.case_id,
+            components=[UiComponent(type="rich_text", content=row.response or "")],
+            tool_calls=list(row.tool_calls),
+            execution_time_ms=row.agent_ms,
+            total_tokens=row.total_tokens,
+            error=agent_error,
+            metadata={"agent": run.agent, "state": row.state},
+        ),
+        evaluations=[
+            EvaluationResult(
+                test_case_id=row.case_id,
+                evaluator_name=metric.metric_name,
+                passed=metric.passed,
+                score=metric.score if metric.score is not None else 0.0,
+                reasoning=metric.error or metric.reason or "",
+                metrics={"threshold": metric.threshold, **metric.details},
+                timestamp=row.finished_at or row.started_at,
+            )
+            for metric in metrics
+        ],
+        execution_time_ms=row.execution_ms,
+    )

@@ -1,0 +1,83 @@
+"""Jinja2 rendering of reports: one environment, templates in `templates/`.
+
+HTML templates are autoescaped; Markdown and JSON templates escape through the `md`
+and `json` filters, so agent output can never break a report's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from models.holodeck import TestResult
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+def md_inline(text: Any) -> str:
+    """Text safe inside a Markdown line or table cell: specials escaped, newlines folded."""
+    if text is None:
+        return ""
+    escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
+    return " ".join(escaped.split())
+
+
+def to_json(value: Any, indent: int | None = None) -> str:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_none=True)
+    return json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def seconds(milliseconds: float | int | None) -> str:
+    return f"{(milliseconds or 0) / 1000:.1f}s"
+
+
+def title(metric_name: str) -> str:
+    return metric_name.replace("_", " ").capitalize()
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("proctor.reporting", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html", "html.j2", "xml"), default=False),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(md=md_inline, json=to_json, seconds=seconds, title=title)
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def stream(template: str, **context: Any) -> Iterator[str]:
+    """Render piece by piece, so a report of many cases never sits whole in memory."""
+    return environment().get_template(template).generate(**context)
+
+
+def metric_table(results: Iterable[TestResult]) -> list[dict[str, Any]]:
+    """Per metric: average score and pass rate, as the Markdown summary shows them."""
+    scores: dict[str, list[float]] = {}
+    passes: dict[str, list[bool]] = {}
+    for result in results:
+        for metric in result.metric_results:
+            passes.setdefault(metric.metric_name, []).append(metric.passed)
+            if metric.score is not None:
+                scores.setdefault(metric.metric_name, []).append(metric.score)
+    return [
+        {
+            "name": name,
+            "avg_score": (sum(scores[name]) / len(scores[name])) if scores.get(name) else None,
+            "pass_rate": 100.0 * sum(flags) / len(flags),
+        }
+        for name, flags in passes.items()
+    ]

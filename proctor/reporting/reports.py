@@ -1,0 +1,170 @@
+"""Writing a run's reports from the database: HoloDeck JSON and Markdown, agentflow JSON.
+
+One pass over the stored results writes all three files, a case at a time: summaries come
+from SQL aggregates, so nothing needs the whole suite in memory and each row is read once.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from models.agentflow import CriterionStats, EvalSummary
+from models.holodeck import ReportSummary, TestReport, TestResult
+from models.outcome import AgentTurn
+from models.tables import CaseResultRow, EvalRun
+from proctor import __version__
+from proctor.reporting.convert import eval_case_result, iso, test_result
+from proctor.reporting.render import metric_table, render, to_json
+from proctor.storage.runs import iter_results, metric_stats, tally
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    directory: Path
+    json: Path
+    markdown: Path
+    eval_report: Path
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    """A case as the Markdown report shows it: the seed's `TestResult`, its turns and reasons."""
+
+    result: TestResult
+    turns: list[AgentTurn]
+    reasons: list[str | None]
+
+
+def environment_info() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "executable": Path(sys.executable).name,
+    }
+
+
+def report_summary(*, session: Session, run: EvalRun) -> ReportSummary:
+    """HoloDeck's summary, computed in SQL."""
+    counts = tally(session=session, run_id=run.id)
+    duration = session.exec(
+        select(func.coalesce(func.sum(CaseResultRow.execution_ms), 0)).where(CaseResultRow.run_id == run.id)
+    ).one()
+    stats = metric_stats(session=session, run_id=run.id)
+    return ReportSummary(
+        total_tests=counts["total"],
+        passed=counts["passed"],
+        failed=counts["failed"],
+        pass_rate=(100.0 * counts["passed"] / counts["total"]) if counts["total"] else 0.0,
+        total_duration_ms=int(duration),
+        metrics_evaluated={name: s["evaluated"] for name, s in stats.items()},
+        average_scores={name: s["avg_score"] for name, s in stats.items() if s["avg_score"] is not None},
+    )
+
+
+def _header(run: EvalRun) -> dict[str, Any]:
+    return {
+        "agent_name": run.agent,
+        "agent_config_path": run.suite_path,
+        "timestamp": iso(run.finished_at or run.started_at),
+        "holodeck_version": f"proctor {__version__}",
+        "environment": environment_info(),
+    }
+
+
+def markdown_pieces(
+    header: dict[str, Any] | TestReport,
+    summary: ReportSummary,
+    metrics: list[dict[str, Any]],
+    items: Iterator[ReportItem | TestResult],
+    run: EvalRun | None = None,
+) -> Iterator[str]:
+    """HoloDeck's Markdown layout, a case at a time."""
+    yield render("report_head.md.j2", report=header, summary=summary, metrics=metrics, run=run)
+    for number, item in enumerate(items, start=1):
+        yield render("report_case.md.j2", item=item, number=number)
+
+
+def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportFiles:
+    """Render every report format for `run` into `directory` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(
+        directory=directory,
+        json=directory / "report.json",
+        markdown=directory / "report.md",
+        eval_report=directory / "eval_report.json",
+    )
+    header = _header(run)
+    summary = report_summary(session=session, run=run)
+    stats = metric_stats(session=session, run_id=run.id)
+    pass_rates = {name: 100.0 * s["passed"] / s["evaluated"] for name, s in stats.items() if s["evaluated"]}
+    metrics = [
+        {"name": name, "avg_score": s["avg_score"], "pass_rate": pass_rates.get(name, 0.0)}
+        for name, s in stats.items()
+    ]
+    case_scores: list[float] = []
+    temporary = [
+        path.with_suffix(path.suffix + ".tmp") for path in (files.json, files.markdown, files.eval_report)
+    ]
+    with ExitStack() as stack:
+        out_json, out_md, out_eval = (stack.enter_context(open(p, "w", encoding="utf-8")) for p in temporary)
+        out_json.write(render("test_report_head.json.j2", report=header))
+        out_md.write(render("report_head.md.j2", report=header, summary=summary, metrics=metrics, run=run))
+        out_eval.write(
+            f'{{\n  "report_id": {to_json(str(run.id))},\n  "eval_set_id": {to_json(run.suite_id)},\n'
+            f'  "eval_set_name": {to_json(run.suite_name)},\n  "results": [\n'
+        )
+        for number, (row, metric_rows) in enumerate(iter_results(session=session, run_id=run.id), start=1):
+            result = test_result(row, metric_rows)
+            separator = ",\n" if number > 1 else ""
+            out_json.write(f"{separator}    {to_json(result)}")
+            item = ReportItem(
+                result=result,
+                turns=[AgentTurn.model_validate(turn) for turn in row.turns],
+                reasons=[metric.reason for metric in metric_rows],
+            )
+            out_md.write(render("report_case.md.j2", item=item, number=number))
+            out_eval.write(f"{separator}    {to_json(eval_case_result(row, metric_rows))}")
+            scores = [m.score for m in metric_rows if m.score is not None]
+            case_scores.append(sum(scores) / len(scores) if scores else float(bool(row.passed)))
+        out_json.write(render("test_report_tail.json.j2", report=header, summary=summary))
+        eval_summary = EvalSummary(
+            total_cases=summary.total_tests,
+            passed_cases=summary.passed,
+            failed_cases=summary.failed,
+            pass_rate=summary.pass_rate / 100,
+            avg_score=sum(case_scores) / len(case_scores) if case_scores else 0.0,
+            criterion_stats={
+                name: CriterionStats(
+                    evaluated=s["evaluated"],
+                    passed=s["passed"],
+                    avg_score=s["avg_score"] or 0.0,
+                    min_score=s["min_score"] or 0.0,
+                    max_score=s["max_score"] or 0.0,
+                )
+                for name, s in stats.items()
+            },
+        )
+        out_eval.write(
+            f'\n  ],\n  "summary": {to_json(eval_summary)},\n  "config_used": {to_json(run.config)},\n'
+            f'  "created_at": {to_json(iso(run.finished_at or run.started_at))},\n'
+            f'  "duration_seconds": {(run.duration_ms or 0) / 1000}\n}}\n'
+        )
+    for tmp, final in zip(temporary, (files.json, files.markdown, files.eval_report), strict=True):
+        tmp.replace(final)
+    return files
+
+
+def render_test_report_markdown(report: TestReport) -> str:
+    """HoloDeck's Markdown layout for an in-memory `TestReport` (its `to_markdown`)."""
+    return "".join(
+        markdown_pieces(report, report.summary, metric_table(report.results), iter(report.results))
+    )

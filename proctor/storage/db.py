@@ -1,0 +1,82 @@
+"""Where results live: a SQLite file by default, any SQLAlchemy URL otherwise.
+
+The default is `.proctor/proctor.db` under the working directory, so results sit beside
+the project that produced them; `PROCTOR_DATABASE_URL` or `--db` point elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import SQLModel, create_engine
+
+import models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
+
+DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
+DEFAULT_DATABASE_PATH = Path(".proctor") / "proctor.db"
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def default_database_url() -> str:
+    url = os.environ.get(DATABASE_URL_ENV)
+    if url:
+        return url
+    return f"sqlite:///{(Path.cwd() / DEFAULT_DATABASE_PATH).as_posix()}"
+
+
+def normalize_url(url: str) -> str:
+    """`postgresql://` means psycopg 3, the driver Proctor installs."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password hidden, for logs and reports."""
+    return make_url(normalize_url(url)).render_as_string(hide_password=True)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers (reports, `proctor history`) work while a run writes; NORMAL sync is
+    # durable across process crashes, which is what a killed run needs.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """One engine per URL per process, with the tables created on first use."""
+    url = normalize_url(url or default_database_url())
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is not None:
+            return engine
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            database = parsed.database
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        SQLModel.metadata.create_all(engine)
+        _engines[url] = engine
+        return engine
+
+
+def dispose_engines() -> None:
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()

@@ -1,0 +1,83 @@
+"""Outcomes as table rows: what is written when a case's agent finishes and when it ends."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from models.case import Case
+from models.outcome import CaseOutcome
+
+
+def case_row_id(run_id: uuid.UUID, case_id: str) -> uuid.UUID:
+    """Deterministic, so a case's checkpoint and final write name the same row."""
+    return uuid.uuid5(run_id, case_id)
+
+
+def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> dict[str, Any]:
+    usage = outcome.usage
+    final = outcome.state.is_final
+    return {
+        "id": case_row_id(run_id, case.case_id),
+        "run_id": run_id,
+        "case_id": case.case_id,
+        "position": position,
+        "case_name": case.name,
+        "state": outcome.state.value,
+        "passed": outcome.passed if final else None,
+        "input": case.first_input,
+        "response": outcome.final_response,
+        "ground_truth": case.ground_truth,
+        "turns": [turn.model_dump(mode="json") for turn in outcome.turns],
+        "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in outcome.tool_calls],
+        "expected_tools": case.expected_tools,
+        "tools_matched": outcome.tools_matched,
+        "errors": list(outcome.errors),
+        "files": [
+            {
+                **processed.original.model_dump(exclude_none=True),
+                "metadata": processed.metadata,
+                "processing_time_ms": processed.processing_time_ms,
+                "error": processed.error,
+                "markdown_chars": len(processed.markdown_content),
+            }
+            for processed in outcome.processed_files
+        ],
+        "tags": list(case.tags),
+        "files_ms": outcome.files_ms,
+        "agent_ms": outcome.agent_ms,
+        "evaluation_ms": outcome.evaluation_ms,
+        "execution_ms": outcome.execution_ms,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+        "started_at": outcome.started_at,
+        "finished_at": outcome.finished_at or (datetime.now(UTC) if final else None),
+    }
+
+
+def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dict[str, Any]]:
+    row_id = case_row_id(run_id, case.case_id)
+    return [
+        {
+            "id": uuid.uuid5(row_id, f"{index}:{metric.metric_name}"),
+            "run_id": run_id,
+            "case_result_id": row_id,
+            "case_id": case.case_id,
+            "metric_name": metric.metric_name,
+            "metric_version": metric.metric_version,
+            "score": metric.score,
+            "threshold": metric.threshold,
+            "passed": metric.passed,
+            "scale": metric.scale,
+            "error": metric.error,
+            "retry_count": metric.retry_count,
+            "evaluation_time_ms": metric.evaluation_time_ms,
+            "model_used": metric.model_used,
+            "args": metric.args,
+            "details": metric.details,
+            "reason": metric.reason,
+        }
+        for index, metric in enumerate(outcome.metrics)
+    ]

@@ -1,0 +1,150 @@
+"""Runs: creating one, closing it with its tallies, and reading its results back.
+
+Keyword-only functions taking a session; the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import case as sql_case
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from models.outcome import CaseState
+from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+
+
+def create_run(*, session: Session, run: EvalRun) -> EvalRun:
+    session.add(run)
+    session.flush()
+    return run
+
+
+def get_run(*, session: Session, run_id: uuid.UUID) -> EvalRun | None:
+    return session.get(EvalRun, run_id)
+
+
+def tally(*, session: Session, run_id: uuid.UUID) -> dict[str, int]:
+    """Cases by outcome, counted in SQL: passed, failed (scored below threshold), errored."""
+    errored_states = [CaseState.FILES_FAILED, CaseState.AGENT_FAILED, CaseState.EVALUATION_FAILED]
+    row = session.exec(
+        select(
+            func.count(),
+            func.sum(sql_case((col(CaseResultRow.passed).is_(True), 1), else_=0)),
+            func.sum(sql_case((col(CaseResultRow.state).in_([s.value for s in errored_states]), 1), else_=0)),
+        ).where(CaseResultRow.run_id == run_id)
+    ).one()
+    total, passed, errored = (int(value or 0) for value in row)
+    return {"total": total, "passed": passed, "errored": errored, "failed": total - passed}
+
+
+def finish_run(
+    *,
+    session: Session,
+    run_id: uuid.UUID,
+    status: RunStatus,
+    error: str | None = None,
+    report_dir: str | None = None,
+) -> EvalRun:
+    """Close a run with its tallies taken from the stored results (the source of truth)."""
+    run = session.get(EvalRun, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    counts = tally(session=session, run_id=run_id)
+    run.status = status
+    run.error = error
+    run.finished_at = datetime.now(UTC)
+    started = run.started_at if run.started_at.tzinfo else run.started_at.replace(tzinfo=UTC)
+    run.duration_ms = int((run.finished_at - started).total_seconds() * 1000)
+    run.total_cases = counts["total"]
+    run.passed_cases = counts["passed"]
+    run.failed_cases = counts["failed"]
+    run.errored_cases = counts["errored"]
+    run.pass_rate = (100.0 * counts["passed"] / counts["total"]) if counts["total"] else None
+    if report_dir is not None:
+        run.report_dir = report_dir
+    session.add(run)
+    return run
+
+
+def iter_results(
+    *,
+    session: Session,
+    run_id: uuid.UUID,
+    passed: bool | None = None,
+    limit: int | None = None,
+    batch_size: int = 500,
+) -> Iterator[tuple[CaseResultRow, list[MetricResultRow]]]:
+    """Each case row of a run in suite order, with its metric rows, read in batches.
+
+    `passed=False` gives only the cases that did not pass, `passed=True` only those that did.
+    """
+    offset = 0
+    while limit is None or offset < limit:
+        query = select(CaseResultRow).where(CaseResultRow.run_id == run_id)
+        if passed is True:
+            query = query.where(col(CaseResultRow.passed).is_(True))
+        elif passed is False:
+            query = query.where(col(CaseResultRow.passed).is_not(True))
+        size = batch_size if limit is None else min(batch_size, limit - offset)
+        rows = session.exec(
+            query.order_by(col(CaseResultRow.position), col(CaseResultRow.case_id)).offset(offset).limit(size)
+        ).all()
+        if not rows:
+            return
+        ids = [row.id for row in rows]
+        by_case: dict[uuid.UUID, list[MetricResultRow]] = {row_id: [] for row_id in ids}
+        for metric in session.exec(
+            select(MetricResultRow)
+            .where(col(MetricResultRow.case_result_id).in_(ids))
+            .order_by(col(MetricResultRow.case_result_id))
+        ):
+            by_case[metric.case_result_id].append(metric)
+        for row in rows:
+            yield row, by_case[row.id]
+        offset += len(rows)
+
+
+def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, Any]]:
+    """Per metric: how many scored, how many passed, errors, and mean / min / max score."""
+    rows = session.exec(
+        select(
+            MetricResultRow.metric_name,
+            func.count(),
+            func.sum(sql_case((col(MetricResultRow.passed).is_(True), 1), else_=0)),
+            func.sum(sql_case((col(MetricResultRow.error).is_not(None), 1), else_=0)),
+            func.avg(MetricResultRow.score),
+            func.min(MetricResultRow.score),
+            func.max(MetricResultRow.score),
+        )
+        .where(MetricResultRow.run_id == run_id)
+        .group_by(MetricResultRow.metric_name)
+        .order_by(MetricResultRow.metric_name)
+    ).all()
+    return {
+        name: {
+            "evaluated": int(count),
+            "passed": int(passed or 0),
+            "errors": int(errors or 0),
+            "avg_score": float(avg) if avg is not None else None,
+            "min_score": float(low) if low is not None else None,
+            "max_score": float(high) if high is not None else None,
+        }
+        for name, count, passed, errors, avg, low, high in rows
+    }
+
+
+def completed_case_ids(*, session: Session, run_id: uuid.UUID) -> set[str]:
+    """Cases of a run that reached a final state (the ones a resume skips)."""
+    final = [state.value for state in CaseState if state.is_final]
+    return set(
+        session.exec(
+            select(CaseResultRow.case_id).where(
+                CaseResultRow.run_id == run_id, col(CaseResultRow.state).in_(final)
+            )
+        ).all()
+    )

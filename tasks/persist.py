@@ -1,0 +1,37 @@
+"""Run bookkeeping in the results database: opening a run and closing it with its tallies."""
+
+from __future__ import annotations
+
+import uuid
+
+from prefect import task
+from prefect.cache_policies import NONE
+from sqlmodel import Session
+
+from models.tables import EvalRun, RunStatus
+from proctor.storage import get_engine
+from proctor.storage.runs import create_run, finish_run
+
+
+def open_run(*, database_url: str, run: EvalRun) -> uuid.UUID:
+    with Session(get_engine(database_url)) as session:
+        create_run(session=session, run=run)
+        session.commit()
+        return run.id
+
+
+def close_run(
+    *, database_url: str, run_id: uuid.UUID, status: RunStatus, error: str | None = None
+) -> EvalRun:
+    with Session(get_engine(database_url), expire_on_commit=False) as session:
+        run = finish_run(session=session, run_id=run_id, status=status, error=error)
+        session.commit()
+        return run
+
+
+@task(name="finalize-run", cache_policy=NONE)
+def finalize_run(
+    database_url: str, run_id: uuid.UUID, status: RunStatus, error: str | None = None
+) -> EvalRun:
+    """Record the run's end and its tallies, counted from the stored case results."""
+    return close_run(database_url=database_url, run_id=run_id, status=status, error=error)

@@ -1,0 +1,51 @@
+"""Reports and Prefect artifacts for a finished run."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NONE
+from sqlmodel import Session
+
+from models.tables import EvalRun
+from proctor.loaders import slug
+from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
+from proctor.storage import get_engine
+
+
+def render_reports(*, database_url: str, run_id: uuid.UUID, directory: Path) -> ReportFiles:
+    with Session(get_engine(database_url)) as session:
+        run = session.get(EvalRun, run_id)
+        assert run is not None, f"no run {run_id}"
+        files = write_reports(session=session, run=run, directory=directory)
+        run.report_dir = str(directory)
+        session.add(run)
+        session.commit()
+        return files
+
+
+@task(name="render-reports", cache_policy=NONE)
+def render_reports_task(database_url: str, run_id: uuid.UUID, directory: str) -> ReportFiles:
+    return render_reports(database_url=database_url, run_id=run_id, directory=Path(directory))
+
+
+@task(name="publish-artifacts", cache_policy=NONE)
+def publish_artifacts(database_url: str, run_id: uuid.UUID, report_dir: str | None) -> None:
+    """A Markdown summary and a case table, under keys stable per suite so the UI keeps history."""
+    with Session(get_engine(database_url)) as session:
+        run = session.get(EvalRun, run_id)
+        assert run is not None, f"no run {run_id}"
+        key = f"proctor-{slug(run.suite_id)}"[:100]
+        create_markdown_artifact(
+            key=key,
+            markdown=summary_markdown(session=session, run=run, report_dir=report_dir),
+            description=f"Proctor run {run.id} of {run.suite_name}",
+        )
+        create_table_artifact(
+            key=f"{key}-cases"[:100],
+            table=case_rows(session=session, run=run),
+            description=f"Cases of run {run.id} (failing first)",
+        )

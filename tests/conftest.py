@@ -1,0 +1,70 @@
+"""Shared fixtures: a Prefect harness per session, databases, the bundled example."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_SUITE = ROOT / "examples" / "weather" / "weather.evalset.json"
+ADK_FIXTURES = ROOT.parent / "shared" / "fixtures" / "adk"
+POSTGRES_ENV = "PROCTOR_TEST_POSTGRES_URL"
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One ephemeral Prefect API for the whole session (it takes ~10 s to start)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'results.db'}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> str:
+    url = os.environ.get(POSTGRES_ENV)
+    if not url:
+        pytest.skip(
+            f"PostgreSQL tests SKIPPED: set {POSTGRES_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+        )
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh database for this session on the given server, dropped afterwards."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from proctor.storage.db import normalize_url
+
+    server = make_url(normalize_url(postgres_server_url))
+    name = f"proctor_test_{uuid.uuid4().hex[:10]}"
+    admin = server.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    yield server.set(database=name).render_as_string(hide_password=False)
+    from proctor.storage.db import dispose_engines
+    from proctor.storage.writer import close_writers
+
+    close_writers()
+    dispose_engines()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    url = os.environ.get(POSTGRES_ENV)
+    return f"PostgreSQL tests: {'against ' + url if url else 'SKIPPED (no ' + POSTGRES_ENV + ')'}"

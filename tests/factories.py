@@ -1,0 +1,45 @@
+"""One-line factories for cases, turns and metric contexts, so tests state only what matters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.agentflow import ToolCall
+from models.case import Case, MetricSpec, Turn
+from models.outcome import AgentTurn
+from proctor.metrics.base import MetricContext
+
+
+def call(name: str, **args: Any) -> ToolCall:
+    return ToolCall(name=name, args=args)
+
+
+def make_case(
+    *turns: Turn,
+    input: str = "What's the weather in Tokyo?",
+    expected_tools: list[ToolCall] | None = None,
+    expected_response: str | None = None,
+    metrics: list[MetricSpec] | None = None,
+    case_id: str = "case_1",
+    **fields: Any,
+) -> Case:
+    """A case with the given turns, or one turn built from input/expectations."""
+    if not turns:
+        turns = (
+            Turn(
+                turn_id="turn_1",
+                input=input,
+                expected_tool_calls=expected_tools,
+                expected_response=expected_response,
+            ),
+        )
+    return Case(case_id=case_id, turns=list(turns), metrics=metrics or [], **fields)
+
+
+def agent_turn(response: str | None = "", *calls: ToolCall, turn_id: str = "turn_1") -> AgentTurn:
+    return AgentTurn(turn_id=turn_id, input="x", response=response, tool_calls=list(calls))
+
+
+def make_ctx(case: Case, *turns: AgentTurn, agent_ms: float = 10.0) -> MetricContext:
+    """The context a metric sees: the case and what the agent did in each turn."""
+    return MetricContext(case=case, turns=list(turns), agent_ms=agent_ms)

@@ -1,0 +1,94 @@
+"""The `proctor` command: exit codes, messages, and the README's main command for real."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flows.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, main
+from tests.conftest import EXAMPLE_SUITE, ROOT
+
+
+@pytest.mark.flow
+def test_readme_command_runs_the_example_and_exits_1(tmp_path: Path) -> None:
+    """`proctor run examples/weather/weather.evalset.json` in a fresh folder, as a user would."""
+    proctor = shutil.which("proctor", path=str(Path(sys.executable).parent))
+    assert proctor, "the console script 'proctor' is not installed"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "PROCTOR_"))}
+    done = subprocess.run(
+        [proctor, "run", str(EXAMPLE_SUITE)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == EXIT_FAILED, done.stderr
+    assert "4/5 passed" in done.stdout
+    assert "trajectory_match" in done.stdout and "fahrenheit" in done.stdout.lower()
+    assert (tmp_path / ".proctor" / "proctor.db").exists()
+    assert list((tmp_path / ".proctor" / "reports").rglob("report.md"))
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_all_passing_selection_exits_0(sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = main(["run", str(EXAMPLE_SUITE), "--db", sqlite_url, "--output", str(tmp_path),
+                 "--case", "basic_weather", "--case", "greeting", "--no-progress"])
+    assert code == EXIT_PASSED
+    assert "2/2 passed" in capsys.readouterr().out
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_tag_selection_runs_only_tagged_cases(sqlite_url: str, tmp_path: Path, capsys) -> None:
+    code = main(["run", str(EXAMPLE_SUITE), "--db", sqlite_url, "--output", str(tmp_path),
+                 "--tag", "known-failure", "--no-progress"])
+    assert code == EXIT_FAILED
+    assert "0/1 passed" in capsys.readouterr().out
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_an_unreachable_database_is_an_execution_error(tmp_path: Path, capsys) -> None:
+    code = main(["run", str(EXAMPLE_SUITE), "--db", "postgresql://postgres@127.0.0.1:9/none",
+                 "--output", str(tmp_path), "--no-progress"])
+    assert code == EXIT_ERROR
+    assert "could not complete" in capsys.readouterr().err
+
+
+def test_a_bad_suite_exits_2_with_the_file_and_field(tmp_path: Path, capsys) -> None:
+    suite = tmp_path / "bad.evalset.json"
+    suite.write_text('{"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [{}]}]}')
+    assert main(["run", str(suite), "--agent", "json:dumps"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "bad.evalset.json: eval_cases[0].conversation[0].invocation_id: required field is missing" in err
+    assert "Traceback" not in err
+
+
+def test_an_unknown_case_id_exits_2(capsys) -> None:
+    assert main(["run", str(EXAMPLE_SUITE), "--case", "nope"]) == EXIT_BAD_INPUT
+    assert "no case with id 'nope'" in capsys.readouterr().err
+
+
+def test_a_missing_agent_exits_2(capsys) -> None:
+    assert main(["run", str(EXAMPLE_SUITE), "--agent", "nowhere.py:agent"]) == EXIT_BAD_INPUT
+    assert "nowhere.py not found" in capsys.readouterr().err
+
+
+def test_validate_checks_without_running(capsys) -> None:
+    assert main(["validate", str(EXAMPLE_SUITE)]) == EXIT_PASSED
+    assert "valid agentflow suite, 5 cases" in capsys.readouterr().out
+
+
+def test_version_is_printed(capsys) -> None:
+    assert main(["--version"]) == EXIT_PASSED
+    assert capsys.readouterr().out.startswith("proctor ")
+
+
+def test_readme_starts_with_the_install_and_test_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    head = readme[: readme.index("\n## ")]
+    assert "proctor run examples/weather/weather.evalset.json" in head
+    assert "pytest" in head
