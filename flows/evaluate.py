@@ -28,7 +28,7 @@ from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, redact_url
 from tasks.persist import finalize_run, open_run
 from tasks.report import publish_artifacts, render_reports_task
-from tasks.stages import run_chunk
+from tasks.stages import Chunk, run_chunk
 
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
 
@@ -153,7 +153,8 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     async def guarded(offset: int, chunk: list[Case]) -> None:
         label = chunk[0].case_id if len(chunk) == 1 else f"cases {offset + 1}-{offset + len(chunk)}"
         async with gate:
-            await run_chunk([CaseWork(offset + i, case) for i, case in enumerate(chunk)], settings, label)
+            works = [CaseWork(offset + i, case) for i, case in enumerate(chunk)]
+            await run_chunk(Chunk(label, works), settings)
 
     try:
         outcomes = await asyncio.gather(
@@ -163,10 +164,12 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
         release_runtime(run_id)
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     error = f"{len(failures)} chunk(s) failed; first: {failures[0]!r}" if failures else None
-    run = finalize_run(database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error)
+    run = await finalize_run(
+        database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
+    )
     report_dir = Path(request.report_dir) if request.report_dir else default_report_dir(suite, run_id)
-    render_reports_task(database_url, run_id, str(report_dir))
-    publish_artifacts(database_url, run_id, str(report_dir))
+    await render_reports_task(database_url, run_id, str(report_dir))
+    await publish_artifacts(database_url, run_id, str(report_dir))
     summary = RunSummary(
         run_id=run_id,
         suite_name=suite.name,

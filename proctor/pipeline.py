@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from models.case import Case
+from models.case import Case, MetricSpec
 from models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor import progress
 from proctor.agents import AgentInvoker, AgentRequest, load_target
@@ -61,6 +61,14 @@ class Runtime:
     invoker: AgentInvoker
     limiter: asyncio.Semaphore
     writer: ResultWriter
+    _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
+
+    def bind(self, spec: MetricSpec) -> BoundMetric:
+        """The metric for a spec, built once per run: cases of a suite share their specs."""
+        cached = self._metrics.get(id(spec))
+        if cached is None or cached[0] is not spec:
+            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, REGISTRY.build(spec)))
+        return cached[1]
 
     async def save(self, work: CaseWork) -> None:
         await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)
@@ -117,9 +125,6 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
 
     async def one(work: CaseWork) -> None:
         outcome = work.outcome
-        if not work.case.files:
-            outcome.state = CaseState.FILES_READY
-            return
         outcome.state = CaseState.PROCESSING_FILES
         started = time.perf_counter()
         outcome.processed_files = [
@@ -134,7 +139,13 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
         else:
             outcome.state = CaseState.FILES_READY
 
-    await asyncio.gather(*(one(work) for work in works))
+    with_files = []
+    for work in works:
+        if work.case.files:
+            with_files.append(work)
+        else:
+            work.outcome.state = CaseState.FILES_READY
+    await asyncio.gather(*(one(work) for work in with_files))
 
 
 # -- stage 2: agent ---------------------------------------------------------------------
@@ -223,7 +234,7 @@ async def evaluate_metrics(works: list[CaseWork], runtime: Runtime) -> None:
             case=case, turns=outcome.turns, processed_files=outcome.processed_files, agent_ms=outcome.agent_ms
         )
         try:
-            bound = [BoundMetric(spec, REGISTRY.build(spec)) for spec in case.metrics]
+            bound = [runtime.bind(spec) for spec in case.metrics]
             outcome.metrics = await score_case(bound, context)
         except Exception as error:  # a metric that cannot even be built fails its case only
             outcome.errors.append(f"evaluation failed: {error}")

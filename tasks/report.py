@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NONE
 from sqlmodel import Session
 
@@ -28,24 +30,29 @@ def render_reports(*, database_url: str, run_id: uuid.UUID, directory: Path) -> 
 
 
 @task(name="render-reports", cache_policy=NONE)
-def render_reports_task(database_url: str, run_id: uuid.UUID, directory: str) -> ReportFiles:
-    return render_reports(database_url=database_url, run_id=run_id, directory=Path(directory))
+async def render_reports_task(database_url: str, run_id: uuid.UUID, directory: str) -> ReportFiles:
+    return await asyncio.to_thread(
+        render_reports, database_url=database_url, run_id=run_id, directory=Path(directory)
+    )
 
 
-@task(name="publish-artifacts", cache_policy=NONE)
-def publish_artifacts(database_url: str, run_id: uuid.UUID, report_dir: str | None) -> None:
-    """A Markdown summary and a case table, under keys stable per suite so the UI keeps history."""
+def artifact_contents(
+    *, database_url: str, run_id: uuid.UUID, report_dir: str | None
+) -> tuple[str, str, list[dict[str, Any]], str]:
+    """The artifact key, the Markdown summary, the case table and a description."""
     with Session(get_engine(database_url)) as session:
         run = session.get(EvalRun, run_id)
         assert run is not None, f"no run {run_id}"
-        key = f"proctor-{slug(run.suite_id)}"[:100]
-        create_markdown_artifact(
-            key=key,
-            markdown=summary_markdown(session=session, run=run, report_dir=report_dir),
-            description=f"Proctor run {run.id} of {run.suite_name}",
-        )
-        create_table_artifact(
-            key=f"{key}-cases"[:100],
-            table=case_rows(session=session, run=run),
-            description=f"Cases of run {run.id} (failing first)",
-        )
+        key = f"proctor-{slug(run.suite_id)}"[:90]
+        markdown = summary_markdown(session=session, run=run, report_dir=report_dir)
+        return key, markdown, case_rows(session=session, run=run), f"Proctor run {run.id} of {run.suite_name}"
+
+
+@task(name="publish-artifacts", cache_policy=NONE)
+async def publish_artifacts(database_url: str, run_id: uuid.UUID, report_dir: str | None) -> None:
+    """A Markdown summary and a case table, under keys stable per suite so the UI keeps history."""
+    key, markdown, table, description = await asyncio.to_thread(
+        artifact_contents, database_url=database_url, run_id=run_id, report_dir=report_dir
+    )
+    await acreate_markdown_artifact(key=key, markdown=markdown, description=description)
+    await acreate_table_artifact(key=f"{key}-cases", table=table, description=f"{description}: cases")

@@ -35,6 +35,8 @@ def _rouge1_scorer(use_stemmer: bool) -> rouge_scorer.RougeScorer:
 
 def is_mostly_latin(text: str) -> bool:
     """More than half of the letters are Latin (text without letters counts as Latin)."""
+    if text.isascii():
+        return True
     letters = [char for char in text if unicodedata.category(char).startswith("L")]
     if not letters:
         return True

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from models.case import Case
 from models.outcome import CaseOutcome
 
 
+@lru_cache(maxsize=65_536)
 def case_row_id(run_id: uuid.UUID, case_id: str) -> uuid.UUID:
-    """Deterministic, so a case's checkpoint and final write name the same row."""
+    """Deterministic, so a case's checkpoint and final write name the same row (and a
+    resumed run finds it); cached, since uuid5 costs a SHA-1 per call."""
     return uuid.uuid5(run_id, case_id)
 
 
@@ -61,7 +64,7 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
     row_id = case_row_id(run_id, case.case_id)
     return [
         {
-            "id": uuid.uuid5(row_id, f"{index}:{metric.metric_name}"),
+            "id": uuid.uuid4(),
             "run_id": run_id,
             "case_result_id": row_id,
             "case_id": case.case_id,
@@ -79,5 +82,5 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
             "details": metric.details,
             "reason": metric.reason,
         }
-        for index, metric in enumerate(outcome.metrics)
+        for metric in outcome.metrics
     ]

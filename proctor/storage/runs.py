@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import case as sql_case
 from sqlalchemy import func
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from models.outcome import CaseState
@@ -82,26 +83,29 @@ def iter_results(
     """Each case row of a run in suite order, with its metric rows, read in batches.
 
     `passed=False` gives only the cases that did not pass, `passed=True` only those that did.
+    Rows are read with SQLAlchemy Core rather than as ORM objects (which cost several times
+    more to build); they carry the tables' columns as attributes.
     """
+    case_table = CaseResultRow.__table__  # type: ignore[attr-defined]
+    metric_table = MetricResultRow.__table__  # type: ignore[attr-defined]
+    connection = session.connection()
     offset = 0
     while limit is None or offset < limit:
-        query = select(CaseResultRow).where(CaseResultRow.run_id == run_id)
+        query = sa_select(case_table).where(case_table.c.run_id == run_id)
         if passed is True:
-            query = query.where(col(CaseResultRow.passed).is_(True))
+            query = query.where(case_table.c.passed.is_(True))
         elif passed is False:
-            query = query.where(col(CaseResultRow.passed).is_not(True))
+            query = query.where(case_table.c.passed.is_not(True))
         size = batch_size if limit is None else min(batch_size, limit - offset)
-        rows = session.exec(
-            query.order_by(col(CaseResultRow.position), col(CaseResultRow.case_id)).offset(offset).limit(size)
+        rows = connection.execute(
+            query.order_by(case_table.c.position, case_table.c.case_id).offset(offset).limit(size)
         ).all()
         if not rows:
             return
         ids = [row.id for row in rows]
-        by_case: dict[uuid.UUID, list[MetricResultRow]] = {row_id: [] for row_id in ids}
-        for metric in session.exec(
-            select(MetricResultRow)
-            .where(col(MetricResultRow.case_result_id).in_(ids))
-            .order_by(col(MetricResultRow.case_result_id))
+        by_case: dict[uuid.UUID, list[Any]] = {row_id: [] for row_id in ids}
+        for metric in connection.execute(
+            sa_select(metric_table).where(metric_table.c.case_result_id.in_(ids))
         ):
             by_case[metric.case_result_id].append(metric)
         for row in rows:

@@ -21,7 +21,12 @@ def test_readme_command_runs_the_example_and_exits_1(tmp_path: Path) -> None:
     assert proctor, "the console script 'proctor' is not installed"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_API", "PROCTOR_"))}
     done = subprocess.run(
-        [proctor, "run", str(EXAMPLE_SUITE)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [proctor, "run", str(EXAMPLE_SUITE)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == EXIT_FAILED, done.stderr
     assert "4/5 passed" in done.stdout
@@ -33,9 +38,24 @@ def test_readme_command_runs_the_example_and_exits_1(tmp_path: Path) -> None:
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-def test_all_passing_selection_exits_0(sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    code = main(["run", str(EXAMPLE_SUITE), "--db", sqlite_url, "--output", str(tmp_path),
-                 "--case", "basic_weather", "--case", "greeting", "--no-progress"])
+def test_all_passing_selection_exits_0(
+    sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(
+        [
+            "run",
+            str(EXAMPLE_SUITE),
+            "--db",
+            sqlite_url,
+            "--output",
+            str(tmp_path),
+            "--case",
+            "basic_weather",
+            "--case",
+            "greeting",
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_PASSED
     assert "2/2 passed" in capsys.readouterr().out
 
@@ -43,8 +63,19 @@ def test_all_passing_selection_exits_0(sqlite_url: str, tmp_path: Path, capsys: 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_tag_selection_runs_only_tagged_cases(sqlite_url: str, tmp_path: Path, capsys) -> None:
-    code = main(["run", str(EXAMPLE_SUITE), "--db", sqlite_url, "--output", str(tmp_path),
-                 "--tag", "known-failure", "--no-progress"])
+    code = main(
+        [
+            "run",
+            str(EXAMPLE_SUITE),
+            "--db",
+            sqlite_url,
+            "--output",
+            str(tmp_path),
+            "--tag",
+            "known-failure",
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_FAILED
     assert "0/1 passed" in capsys.readouterr().out
 
@@ -52,8 +83,17 @@ def test_tag_selection_runs_only_tagged_cases(sqlite_url: str, tmp_path: Path, c
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_an_unreachable_database_is_an_execution_error(tmp_path: Path, capsys) -> None:
-    code = main(["run", str(EXAMPLE_SUITE), "--db", "postgresql://postgres@127.0.0.1:9/none",
-                 "--output", str(tmp_path), "--no-progress"])
+    code = main(
+        [
+            "run",
+            str(EXAMPLE_SUITE),
+            "--db",
+            "postgresql://postgres@127.0.0.1:9/none",
+            "--output",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
     assert code == EXIT_ERROR
     assert "could not complete" in capsys.readouterr().err
 

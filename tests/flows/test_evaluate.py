@@ -19,7 +19,7 @@ from tests.conftest import EXAMPLE_SUITE
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
-FLAKY_AGENT = '''
+FLAKY_AGENT = """
 import asyncio
 
 def agent(request):
@@ -33,7 +33,7 @@ def agent(request):
         import time
         time.sleep(3)
     return "fine, " + text
-'''
+"""
 
 FLAKY_SUITE = """
 dataset:
@@ -54,7 +54,9 @@ def _run(request: EvaluationRequest):
 
 def _rows(url: str, run_id) -> dict[str, CaseResultRow]:
     with Session(get_engine(url)) as session:
-        return {r.case_id: r for r in session.exec(select(CaseResultRow).where(CaseResultRow.run_id == run_id))}
+        return {
+            r.case_id: r for r in session.exec(select(CaseResultRow).where(CaseResultRow.run_id == run_id))
+        }
 
 
 def test_example_suite_is_stored_and_reported(sqlite_url: str, tmp_path: Path) -> None:
@@ -67,7 +69,9 @@ def test_example_suite_is_stored_and_reported(sqlite_url: str, tmp_path: Path) -
     assert rows["fahrenheit_units"].passed is False and rows["fahrenheit_units"].state == "COMPLETE"
     paris = rows["paris_conversation"]
     assert [t["input"] for t in paris.turns] == [
-        "What's the weather in Paris?", "What about tomorrow?", "Should I bring an umbrella?"
+        "What's the weather in Paris?",
+        "What about tomorrow?",
+        "Should I bring an umbrella?",
     ]
     assert [c["name"] for c in paris.tool_calls] == ["get_weather", "get_forecast", "get_forecast"]
     assert paris.total_tokens > 0 and paris.agent_ms >= 0
@@ -91,7 +95,9 @@ def test_artifacts_are_published_under_a_stable_key(sqlite_url: str, tmp_path: P
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
-    _run(EvaluationRequest(suite=str(EXAMPLE_SUITE), database_url=sqlite_url, report_dir=str(tmp_path)))
+    summary = _run(
+        EvaluationRequest(suite=str(EXAMPLE_SUITE), database_url=sqlite_url, report_dir=str(tmp_path))
+    )
 
     async def read() -> list:
         async with get_client() as client:
@@ -99,8 +105,8 @@ def test_artifacts_are_published_under_a_stable_key(sqlite_url: str, tmp_path: P
                 artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["proctor-weather-agent-v1"]))
             )
 
-    artifacts = asyncio.run(read())
-    assert artifacts and "4/5 passed" in artifacts[0].data
+    ours = [a for a in asyncio.run(read()) if str(summary.run_id) in a.data]
+    assert len(ours) == 1 and "4/5 passed" in ours[0].data and "fahrenheit" in ours[0].data.lower()
 
 
 def test_a_failing_agent_fails_its_case_never_the_run(sqlite_url: str, tmp_path: Path) -> None:
@@ -108,15 +114,23 @@ def test_a_failing_agent_fails_its_case_never_the_run(sqlite_url: str, tmp_path:
     suite = tmp_path / "flaky.yaml"
     suite.write_text(FLAKY_SUITE)
     summary = _run(
-        EvaluationRequest(suite=str(suite), database_url=sqlite_url, agent_timeout_s=1.0, chunk_size=2,
-                          report_dir=str(tmp_path / "r"))
+        EvaluationRequest(
+            suite=str(suite),
+            database_url=sqlite_url,
+            agent_timeout_s=1.0,
+            chunk_size=2,
+            report_dir=str(tmp_path / "r"),
+        )
     )
     assert summary.status is RunStatus.COMPLETED
     assert (summary.total, summary.passed, summary.failed, summary.errored) == (5, 1, 4, 3)
     rows = _rows(sqlite_url, summary.run_id)
     assert {k: r.state for k, r in rows.items()} == {
-        "ok_1": "COMPLETE", "raises": "AGENT_FAILED", "garbage": "AGENT_FAILED",
-        "hangs": "AGENT_FAILED", "ok_2": "COMPLETE",
+        "ok_1": "COMPLETE",
+        "raises": "AGENT_FAILED",
+        "garbage": "AGENT_FAILED",
+        "hangs": "AGENT_FAILED",
+        "ok_2": "COMPLETE",
     }
     assert "the agent broke" in rows["raises"].errors[0]
     assert rows["raises"].tool_calls == [{"name": "half_done", "args": {"step": 1}}]

@@ -10,19 +10,24 @@ from sqlalchemy import create_engine, text
 from sqlmodel import Session, select
 
 from models.outcome import CaseState, ScoredMetric
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.pipeline import CaseWork
 from proctor.storage.db import get_engine, normalize_url
 from proctor.storage.rows import case_row_id
 from proctor.storage.runs import completed_case_ids, finish_run, tally
 from proctor.storage.writer import ResultWriter
-from models.tables import RunStatus
-from proctor.pipeline import CaseWork
 from tests.factories import agent_turn, make_case
 
 
 def _new_run(url: str) -> uuid.UUID:
-    run = EvalRun(suite_id="s", suite_name="s", suite_path="s.json", source_format="agentflow",
-                  agent="a:b", proctor_version="test")
+    run = EvalRun(
+        suite_id="s",
+        suite_name="s",
+        suite_path="s.json",
+        source_format="agentflow",
+        agent="a:b",
+        proctor_version="test",
+    )
     with Session(get_engine(url)) as session:
         session.add(run)
         session.commit()
@@ -33,8 +38,14 @@ def _finished_work(position: int, passed: bool) -> CaseWork:
     work = CaseWork(position, make_case(case_id=f"case_{position}"))
     work.outcome.turns = [agent_turn("answer")]
     work.outcome.metrics = [
-        ScoredMetric(metric_name="contains", score=1.0 if passed else 0.0, threshold=1.0, passed=passed,
-                     evaluation_time_ms=1, args={"values": ["x"]})
+        ScoredMetric(
+            metric_name="contains",
+            score=1.0 if passed else 0.0,
+            threshold=1.0,
+            passed=passed,
+            evaluation_time_ms=1,
+            args={"values": ["x"]},
+        )
     ]
     work.outcome.state = CaseState.COMPLETE
     return work
