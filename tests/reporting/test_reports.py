@@ -1,0 +1,124 @@
+"""Reports: HoloDeck's Markdown layout, escaping of agent text, and the stored-run reports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from sqlmodel import Session
+
+from models.agentflow import EvalReport
+from models.case import MetricSpec
+from models.holodeck import MetricResult, ReportSummary, TestReport, TestResult
+from models.tables import EvalRun, RunStatus
+from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
+from proctor.reporting import case_rows, summary_markdown, write_reports
+from proctor.reporting.render import md_inline
+from proctor.storage import get_engine
+from tasks.persist import close_run
+from tests.factories import make_case
+
+
+def _report(*results: TestResult) -> TestReport:
+    passed = sum(r.passed for r in results)
+    return TestReport(
+        agent_name="Support Agent",
+        agent_config_path="./agent.yaml",
+        results=list(results),
+        summary=ReportSummary(
+            total_tests=len(results),
+            passed=passed,
+            failed=len(results) - passed,
+            pass_rate=100.0 * passed / len(results),
+            total_duration_ms=3500,
+        ),
+        timestamp="2025-11-01T14:30:00Z",
+        holodeck_version="0.1.0",
+    )
+
+
+def _result(name: str, response: str, score: float, passed: bool) -> TestResult:
+    return TestResult(
+        test_name=name,
+        test_input="What are your business hours?",
+        agent_response=response,
+        tool_calls=["get_hours"],
+        expected_tools=["get_hours"],
+        tools_matched=True,
+        metric_results=[
+            MetricResult(
+                metric_name="groundedness", score=score, threshold=0.7, passed=passed, evaluation_time_ms=1200
+            )
+        ],
+        passed=passed,
+        execution_time_ms=3500,
+        timestamp="2025-11-01T14:30:00Z",
+    )
+
+
+def test_to_markdown_follows_holodecks_layout() -> None:
+    markdown = _report(_result("Business hours query", "Open 9-5", 0.95, True)).to_markdown()
+    assert markdown.startswith("# Test Report: Support Agent\n")
+    assert "**Tests**: 1 passed, 0 failed (100% pass rate)" in markdown
+    assert "| Metric | Avg Score | Pass Rate |" in markdown and "| groundedness | 0.95 | 100% |" in markdown
+    assert "### ✅ Test 1: Business hours query (PASSED)" in markdown
+    assert "**Tools Called**: get\\_hours ✅ (matched expected)" in markdown
+    assert "- Groundedness: 0.95 / 0.70 ✅" in markdown
+
+
+def test_agent_text_cannot_break_the_markdown() -> None:
+    hostile = "ok | injected cell\n# Fake heading\n<script>alert(1)</script> [link](http://x)"
+    markdown = _report(_result("hostile", hostile, 0.2, False)).to_markdown()
+    assert "\n# Fake heading" not in markdown
+    assert "<script>" not in markdown and "\\<script\\>" in markdown
+    assert "ok \\| injected cell" in markdown
+    assert md_inline("a\nb\n\nc") == "a b c"
+
+
+def _stored_run(url: str, tmp_path: Path, answers: dict[str, str]) -> EvalRun:
+    (tmp_path / "agent.py").write_text(
+        f"ANSWERS = {answers!r}\ndef agent(request):\n    return ANSWERS[request.case_id]\n"
+    )
+    run = EvalRun(
+        suite_id="hours",
+        suite_name="Hours",
+        suite_path="hours.json",
+        source_format="native",
+        agent="agent.py:agent",
+        proctor_version="t",
+    )
+    with Session(get_engine(url)) as session:
+        session.add(run)
+        session.commit()
+        run_id = run.id
+    settings = RunSettings(
+        run_id=run_id, database_url=url, agent=f"{tmp_path / 'agent.py'}:agent", suite_dir=str(tmp_path)
+    )
+    spec = [MetricSpec(name="contains", args={"values": ["9"]})]
+    works = [CaseWork(i, make_case(case_id=cid, metrics=spec)) for i, cid in enumerate(answers)]
+    asyncio.run(run_chunk(works, runtime_for(settings)))
+    release_runtime(run_id)
+    return close_run(database_url=url, run_id=run_id, status=RunStatus.COMPLETED)
+
+
+def test_reports_of_a_stored_run_agree_with_the_database(sqlite_url: str, tmp_path: Path) -> None:
+    answers = {"a": "Open 9 to 5", "b": "Closed | <b>today</b>", "c": "From 9"}
+    run = _stored_run(sqlite_url, tmp_path, answers)
+    with Session(get_engine(sqlite_url)) as session:
+        files = write_reports(session=session, run=session.get(EvalRun, run.id), directory=tmp_path / "out")
+        rows = case_rows(session=session, run=session.get(EvalRun, run.id))
+        summary = summary_markdown(session=session, run=session.get(EvalRun, run.id))
+    report = TestReport.model_validate_json(files.json.read_text())
+    assert [r.test_name for r in report.results] == ["a", "b", "c"]
+    assert (report.summary.passed, report.summary.failed) == (2, 1)
+    assert report.summary.average_scores["contains"] == 2 / 3
+    eval_report = EvalReport.model_validate_json(files.eval_report.read_text())
+    assert [r.passed for r in eval_report.results] == [True, False, True]
+    markdown = files.markdown.read_text()
+    assert "Closed \\| \\<b\\>today\\</b\\>" in markdown and "<b>" not in markdown
+    assert "- Contains: 0.00 / 1.00 ❌ (missing: '9')" in markdown
+    assert [r["case"] for r in rows] == ["b", "a", "c"]  # failing first
+    assert "2/3 passed" in summary and "contains below threshold" in summary
+    assert not list(files.directory.glob("*.tmp"))
+    assert json.loads(files.json.read_text())["holodeck_version"].startswith("proctor ")
