@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", dest="agent_timeout_s", type=float, default=300.0, help="per-turn seconds")
     run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
     run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
+    run.add_argument(
+        "--no-cache",
+        dest="judge_cache",
+        action="store_false",
+        help="call judges again even for identical calls",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -92,11 +98,12 @@ def _summary_table(summary: Any, database_url: str) -> None:
         stats = metric_stats(session=session, run_id=summary.run_id)
         rows = case_rows(session=session, run=run, limit=20)
     metrics = Table(title=f"{summary.suite_name}: metrics", title_justify="left")
-    for column in ("metric", "scored", "passed", "errors", "avg score"):
+    for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
         metrics.add_column(column, justify="left" if column == "metric" else "right")
     for name, stat in stats.items():
         avg = f"{stat['avg_score']:.3f}" if stat["avg_score"] is not None else "n/a"
-        metrics.add_row(name, str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg)
+        calls = f"{stat['judge_calls']} ({stat['cached_calls']})" if stat["judge_calls"] else "-"
+        metrics.add_row(name, str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls)
     console.print(metrics)
     failing = [row for row in rows if not row["passed"]]
     if failing:

@@ -21,8 +21,10 @@ from models.tables import EvalRun, RunStatus
 from proctor import __version__
 from proctor.agents import load_target
 from proctor.chunking import auto_chunk_size, chunked
+from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.loaders.suite import resolve_target
+from proctor.metrics import REGISTRY
 from proctor.pipeline import CaseWork, RunSettings, release_runtime
 from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, redact_url
@@ -46,6 +48,7 @@ class EvaluationRequest(BaseModel):
     concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
     chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
     agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
+    judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
     tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
     cases: list[str] = Field(default_factory=list, description="Run only these case ids")
 
@@ -104,7 +107,29 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
             ]
         )
     load_target(agent)
-    return suite, select_cases(suite, request.tags, request.cases), agent
+    cases = select_cases(suite, request.tags, request.cases)
+    check_judge_credentials(suite, cases)
+    return suite, cases, agent
+
+
+def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
+    """A judged metric without an API key is a configuration error, found before the run."""
+    problems = []
+    seen: set[int] = set()
+    for case in cases:
+        for spec in case.metrics:
+            if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":
+                continue
+            seen.add(id(spec))
+            if spec.model is not None and (spec.model.api_key or "").startswith("secret:"):
+                continue  # a Prefect Secret block is read when the flow runs
+            try:
+                resolve_api_key(spec.model)
+            except CredentialError as error:
+                problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
+    if problems:
+        unique = {str(problem): problem for problem in problems}
+        raise SuiteError(list(unique.values()))
 
 
 def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
@@ -143,6 +168,7 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
         suite_dir=str(Path(suite.path).parent),
         concurrency=request.concurrency,
         agent_timeout_s=request.agent_timeout_s,
+        judge_cache=request.judge_cache,
     )
     size = request.chunk_size or auto_chunk_size(len(cases))
     logger.info("run %s: %d cases of %s in chunks of %d", run_id, len(cases), suite.name, size)

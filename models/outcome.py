@@ -72,6 +72,10 @@ class ScoredMetric(MetricResult):
     metric_version: str = "1"
     details: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
+    judge_calls: int = Field(default=0, ge=0)
+    cached_calls: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
 
     def to_metric_result(self) -> MetricResult:
         return MetricResult.model_validate(self.model_dump(include=set(MetricResult.model_fields)))

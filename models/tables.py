@@ -118,6 +118,23 @@ class MetricResultRow(SQLModel, table=True):
     retry_count: int = 0
     evaluation_time_ms: int = 0
     model_used: str | None = None
+    judge_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     args: dict[str, Any] = _json(dict)
     details: dict[str, Any] = _json(dict)
     reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class JudgeCacheRow(SQLModel, table=True):
+    """A judge reply that parsed, keyed by a hash of endpoint, model, prompt and parameters."""
+
+    __tablename__ = "judge_cache"
+
+    key: str = Field(primary_key=True, max_length=64)
+    model: str
+    reply: str = Field(sa_column=Column(Text, nullable=False))
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    created_at: datetime = _timestamp()

@@ -22,12 +22,16 @@ from models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor import progress
 from proctor.agents import AgentInvoker, AgentRequest, load_target
 from proctor.files import process_file
+from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
 from proctor.metrics import REGISTRY, BoundMetric, MetricContext, score_case
 from proctor.metrics.tools import tools_matched
 from proctor.storage import get_engine, get_writer
 from proctor.storage.writer import ResultWriter
 
 log = logging.getLogger("proctor.pipeline")
+
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+DEFAULT_JUDGE_TIMEOUT_S = 120.0
 
 
 class RunSettings(BaseModel):
@@ -39,6 +43,7 @@ class RunSettings(BaseModel):
     suite_dir: str
     concurrency: int = Field(default=8, ge=1)
     agent_timeout_s: float | None = Field(default=300.0, gt=0)
+    judge_cache: bool = True
 
 
 @dataclass
@@ -62,13 +67,37 @@ class Runtime:
     limiter: asyncio.Semaphore
     writer: ResultWriter
     _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
+    _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
 
     def bind(self, spec: MetricSpec) -> BoundMetric:
         """The metric for a spec, built once per run: cases of a suite share their specs."""
         cached = self._metrics.get(id(spec))
         if cached is None or cached[0] is not spec:
-            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, REGISTRY.build(spec)))
+            metric = REGISTRY.build(spec)
+            judge = self._judge_for(spec) if metric.kind == "llm" else None
+            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge))
         return cached[1]
+
+    @property
+    def _judge_cache(self) -> JudgeCache | None:
+        return JudgeCache(self.writer.engine) if self.settings.judge_cache else None
+
+    def _judge_for(self, spec: MetricSpec) -> Judge:
+        """The judge a spec names (its model, else the default), sharing one client per endpoint."""
+        provider = spec.model
+        base_url, api_key = resolve_base_url(provider), resolve_api_key(provider)
+        client = self._judge_clients.get((base_url, api_key))
+        if client is None:
+            client = self._judge_clients[(base_url, api_key)] = JudgeClient(
+                base_url=base_url, api_key=api_key
+            )
+        return Judge.for_spec(
+            spec,
+            client,
+            self._judge_cache,
+            default_model=DEFAULT_JUDGE_MODEL,
+            timeout_s=DEFAULT_JUDGE_TIMEOUT_S,
+        )
 
     async def save(self, work: CaseWork) -> None:
         await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)

@@ -69,38 +69,22 @@ def case_from_test_case_model(
     )
 
 
-def specs_from_expected_outcome(test_case: TestCase) -> tuple[list[MetricSpec], list[str]]:
-    """Vanna's `ExpectedOutcome` as metric specs, and warnings for what cannot be checked."""
-    outcome = test_case.expected_outcome
-    if outcome is None:
-        return [], []
-    specs = []
-    if outcome.tools_called:
-        specs.append(MetricSpec(name="tools_called", args={"tools": outcome.tools_called}))
-    if outcome.tools_not_called:
-        specs.append(MetricSpec(name="tools_not_called", args={"tools": outcome.tools_not_called}))
-    if outcome.final_answer_contains:
-        specs.append(MetricSpec(name="contains", args={"values": outcome.final_answer_contains}))
-    if outcome.final_answer_not_contains:
-        specs.append(MetricSpec(name="not_contains", args={"values": outcome.final_answer_not_contains}))
-    if outcome.max_execution_time_ms is not None:
-        specs.append(MetricSpec(name="max_execution_time", args={"max_ms": outcome.max_execution_time_ms}))
-    warnings = [
-        f"case {test_case.id!r}: {field} is not checked (Proctor's agents yield text, not UI components)"
-        for field in ("min_components", "max_components")
-        if getattr(outcome, field) is not None
-    ]
-    return specs, warnings
+VANNA_DEFAULT_EVALUATORS = ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator")
 
 
-def case_from_vanna(test_case: TestCase) -> tuple[Case, list[str]]:
-    specs, warnings = specs_from_expected_outcome(test_case)
-    case = Case(
+def case_from_vanna(test_case: TestCase, evaluators: list[MetricSpec]) -> Case:
+    """A Vanna test case, scored by Vanna's evaluators, which read its `ExpectedOutcome`."""
+    return Case(
         case_id=test_case.id,
         turns=[Turn(turn_id="turn_1", input=test_case.message)],
-        metrics=specs,
-        metadata={**test_case.metadata, "user": test_case.user.model_dump()},
+        metrics=evaluators,
+        metadata={
+            **test_case.metadata,
+            "user": test_case.user.model_dump(),
+            "expected_outcome": test_case.expected_outcome.model_dump(exclude_none=True)
+            if test_case.expected_outcome
+            else {},
+        },
         session=SessionInput(thread_id=test_case.conversation_id),
         source_format="vanna",
     )
-    return case, warnings

@@ -16,10 +16,15 @@ from pydantic import ValidationError
 
 from models.agentflow import EvalConfig, EvalSet
 from models.case import Case, MetricSpec, Suite
-from models.holodeck import EvaluationConfig, TestCaseModel
+from models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
 from models.vanna import TestCase
 from proctor.loaders.errors import Problem, SuiteError, problems_from_validation
-from proctor.loaders.formats import case_from_test_case_model, case_from_vanna, cases_from_evalset
+from proctor.loaders.formats import (
+    VANNA_DEFAULT_EVALUATORS,
+    case_from_test_case_model,
+    case_from_vanna,
+    cases_from_evalset,
+)
 from proctor.loaders.metric_specs import (
     check_spec,
     spec_from_evaluation_metric,
@@ -217,21 +222,57 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
     )
 
 
+def _vanna_evaluators(
+    path: Path, body: dict[str, Any], prefix: str
+) -> tuple[list[MetricSpec], list[Problem]]:
+    """The dataset's `evaluators` (names, or {name, args...}), else Vanna's three defaults."""
+    raw = body.get("evaluators")
+    if raw is None:
+        return [MetricSpec(name=name) for name in VANNA_DEFAULT_EVALUATORS], []
+    specs, problems = [], []
+    for index, entry in enumerate(raw if isinstance(raw, list) else [raw]):
+        location = f"{prefix.rsplit('.', 1)[0] + '.' if '.' in prefix else ''}evaluators[{index}]"
+        try:
+            spec = (
+                MetricSpec(name=entry)
+                if isinstance(entry, str)
+                else spec_from_evaluation_metric(
+                    EvaluationMetric.model_validate(
+                        {"metric": entry.get("name"), **{k: v for k, v in entry.items() if k != "name"}}
+                    )
+                )
+            )
+        except (ValidationError, AttributeError) as error:
+            problems.append(
+                Problem(str(path), location, f"expected an evaluator name or {{name: ...}}: {error}")
+            )
+            continue
+        problem = check_spec(spec, str(path), location)
+        if problem:
+            problems.append(problem)
+        specs.append(spec)
+    return specs, problems
+
+
 def _load_vanna(path: Path, document: Any) -> Suite:
-    body = document.get("dataset", document) if isinstance(document, dict) else {"test_cases": document}
-    prefix = "dataset.test_cases" if isinstance(document, dict) and "dataset" in document else "test_cases"
-    problems: list[Problem] = []
+    wrapped = isinstance(document, dict) and "dataset" in document
+    body = (
+        document["dataset"]
+        if wrapped
+        else document
+        if isinstance(document, dict)
+        else {"test_cases": document}
+    )
+    prefix = "dataset.test_cases" if wrapped else "test_cases"
+    evaluators, problems = _vanna_evaluators(path, body, prefix)
     cases: list[Case] = []
-    warnings: list[str] = []
     for index, raw in enumerate(body.get("test_cases") or []):
         try:
             test_case = TestCase.model_validate(raw)
         except ValidationError as error:
             problems += problems_from_validation(str(path), error, f"{prefix}[{index}]")
             continue
-        case, case_warnings = case_from_vanna(test_case)
-        cases.append(case)
-        warnings += [f"{path}: {warning}" for warning in case_warnings]
+        cases.append(case_from_vanna(test_case, evaluators))
     if not body.get("test_cases"):
         problems.append(Problem(str(path), prefix, "at least one test case is required"))
     problems += _duplicate_ids(str(path), cases, prefix)
@@ -249,7 +290,6 @@ def _load_vanna(path: Path, document: Any) -> Suite:
         cases=cases,
         agent=agent if isinstance(agent, str) else None,
         metadata=metadata,
-        warnings=warnings,
     )
 
 

@@ -6,8 +6,9 @@ arguments rejected, before a run starts) and whose `evaluate` reads one `MetricC
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,6 +16,9 @@ from models.agentflow import ToolCall
 from models.case import Case
 from models.holodeck import ProcessedFileInput
 from models.outcome import AgentTurn
+
+if TYPE_CHECKING:
+    from proctor.judges import Judge
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class MetricContext:
     turns: list[AgentTurn]
     processed_files: list[ProcessedFileInput] = field(default_factory=list)
     agent_ms: float = 0.0
+    judge: Judge | None = None
+    scale: int | None = None
 
     @property
     def final_response(self) -> str:
@@ -37,6 +43,16 @@ class MetricContext:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [call for turn in self.turns for call in turn.tool_calls]
+
+    @property
+    def context_text(self) -> str:
+        """What the answer may be grounded in: the attached files and every tool result."""
+        parts = [f.markdown_content for f in self.processed_files if f.error is None and f.markdown_content]
+        for call in self.tool_calls:
+            if call.result is not None:
+                result = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)
+                parts.append(f"{call.name}({json.dumps(call.args, default=str)}) -> {result}")
+        return "\n\n".join(parts)
 
     @property
     def tool_names(self) -> list[str]:
@@ -63,6 +79,10 @@ class Score:
     details: dict[str, Any] = field(default_factory=dict)
     passed: bool | None = None
     model_used: str | None = None
+    judge_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.value <= 1.0:

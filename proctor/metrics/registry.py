@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from models.case import MetricSpec
 from proctor.metrics.base import Metric
+from proctor.metrics.compat import COMPAT_METRICS
 from proctor.metrics.efficiency import MaxExecutionTime
+from proctor.metrics.judged import JUDGED_METRICS
 from proctor.metrics.response import ResponseMatch
 from proctor.metrics.text import Contains, NotContains
 from proctor.metrics.tools import ToolsCalled, ToolsNotCalled
@@ -26,6 +28,8 @@ DEFAULT_METRICS: tuple[type[Metric], ...] = (
     NotContains,
     ResponseMatch,
     MaxExecutionTime,
+    *JUDGED_METRICS,
+    *COMPAT_METRICS,
 )
 
 

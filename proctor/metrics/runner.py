@@ -7,33 +7,73 @@ with its error and no score; it never stops the other metrics unless `fail_on_er
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from models.case import MetricSpec
 from models.outcome import ScoredMetric
 from proctor.metrics.base import Metric, MetricContext, Score
 
-# Pause before retry n (seconds); judges hit by 429s need the later, longer waits.
+if TYPE_CHECKING:
+    from proctor.judges import Judge
+
+# Pause before retry n (seconds); judges hit by 429s need the later, longer waits. A server's
+# own `retry-after` is honoured when longer, up to MAX_RETRY_AFTER_S.
 RETRY_DELAYS_S: tuple[float, ...] = (0.5, 2.0, 5.0)
+MAX_RETRY_AFTER_S = 60.0
+# Judged metrics call a remote model: without an explicit `retry_on_failure` they retry twice.
+DEFAULT_JUDGE_RETRIES = 2
 
 
 @dataclass(frozen=True)
 class BoundMetric:
-    """A metric built from its spec, ready to score cases."""
+    """A metric built from its spec (and, for judged metrics, its judge), ready to score cases."""
 
     spec: MetricSpec
     metric: Metric
+    judge: Judge | None = None
 
     @property
     def threshold(self) -> float:
-        return self.spec.threshold if self.spec.threshold is not None else self.metric.default_threshold
+        """The pass mark on the stored 0..1 score.
+
+        A judged metric with a `scale` may state its threshold on that scale (3.5 of 5); it is
+        mapped onto 0..1 the same way as the judge's scores.
+        """
+        threshold = self.spec.threshold
+        if threshold is None:
+            return self.metric.default_threshold
+        scale = self.spec.scale
+        if self.metric.kind == "llm" and scale and scale > 1 and threshold > 1:
+            return (threshold - 1) / (scale - 1)
+        return threshold
+
+    @property
+    def retries(self) -> int:
+        if self.spec.retry_on_failure is not None:
+            return self.spec.retry_on_failure
+        return DEFAULT_JUDGE_RETRIES if self.metric.kind == "llm" else 0
+
+    def context(self, ctx: MetricContext) -> MetricContext:
+        if self.judge is None:
+            return ctx
+        return dataclasses.replace(ctx, judge=self.judge, scale=self.spec.scale)
 
 
 def _describe(error: BaseException, timeout_ms: int | None) -> str:
     if isinstance(error, TimeoutError):
         return f"timed out after {timeout_ms} ms"
     return f"{type(error).__name__}: {error}"
+
+
+def _delay(attempt: int, error: BaseException) -> float:
+    delay = RETRY_DELAYS_S[min(attempt, len(RETRY_DELAYS_S) - 1)]
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float) and retry_after > delay:
+        delay = min(float(retry_after), MAX_RETRY_AFTER_S)
+    return delay
 
 
 async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score:
@@ -47,9 +87,11 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
     """Score one metric; None when it does not apply to the case."""
     if not bound.metric.applies_to(ctx):
         return None
+    ctx = bound.context(ctx)
     started = time.perf_counter()
-    attempts = 1 + (bound.spec.retry_on_failure or 0)
+    attempts = 1 + bound.retries
     error: str | None = None
+    raw_reply: str | None = None
     score: Score | None = None
     retries = 0
     for attempt in range(attempts):
@@ -59,9 +101,10 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
             break
         except Exception as exc:  # a broken metric is data, not a crash
             error = _describe(exc, bound.spec.timeout_ms)
+            raw_reply = getattr(exc, "raw", None)
             if attempt + 1 < attempts:
                 retries += 1
-                await asyncio.sleep(RETRY_DELAYS_S[min(attempt, len(RETRY_DELAYS_S) - 1)])
+                await asyncio.sleep(_delay(attempt, exc))
     elapsed_ms = int((time.perf_counter() - started) * 1000)
     common = {
         "metric_name": bound.spec.name,
@@ -73,7 +116,9 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         "metric_version": bound.metric.version,
     }
     if score is None:
-        return ScoredMetric(passed=False, error=error, **common)
+        model = bound.judge.model if bound.judge is not None else None
+        details = {"raw_reply": raw_reply[:4000]} if raw_reply else {}
+        return ScoredMetric(passed=False, error=error, model_used=model, details=details, **common)
     passed = score.passed if score.passed is not None else score.value >= bound.threshold
     return ScoredMetric(
         score=score.value,
@@ -81,6 +126,10 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         model_used=score.model_used,
         details=score.details,
         reason=score.reason,
+        judge_calls=score.judge_calls,
+        cached_calls=score.cached_calls,
+        prompt_tokens=score.prompt_tokens,
+        completion_tokens=score.completion_tokens,
         **common,
     )
 

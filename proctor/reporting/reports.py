@@ -88,7 +88,15 @@ def markdown_pieces(
     run: EvalRun | None = None,
 ) -> Iterator[str]:
     """HoloDeck's Markdown layout, a case at a time."""
-    yield render("report_head.md.j2", report=header, summary=summary, metrics=metrics, run=run)
+    yield render(
+        "report_head.md.j2",
+        report=header,
+        summary=summary,
+        metrics=metrics,
+        run=run,
+        judge_calls=0,
+        cached_calls=0,
+    )
     for number, item in enumerate(items, start=1):
         yield render("report_case.md.j2", item=item, number=number)
 
@@ -117,7 +125,17 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
     with ExitStack() as stack:
         out_json, out_md, out_eval = (stack.enter_context(open(p, "w", encoding="utf-8")) for p in temporary)
         out_json.write(render("test_report_head.json.j2", report=header))
-        out_md.write(render("report_head.md.j2", report=header, summary=summary, metrics=metrics, run=run))
+        out_md.write(
+            render(
+                "report_head.md.j2",
+                report=header,
+                summary=summary,
+                metrics=metrics,
+                run=run,
+                judge_calls=sum(s["judge_calls"] for s in stats.values()),
+                cached_calls=sum(s["cached_calls"] for s in stats.values()),
+            )
+        )
         out_eval.write(
             f'{{\n  "report_id": {to_json(str(run.id))},\n  "eval_set_id": {to_json(run.suite_id)},\n'
             f'  "eval_set_name": {to_json(run.suite_name)},\n  "results": [\n'

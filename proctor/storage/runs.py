@@ -124,6 +124,9 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
             func.avg(MetricResultRow.score),
             func.min(MetricResultRow.score),
             func.max(MetricResultRow.score),
+            func.coalesce(func.sum(MetricResultRow.judge_calls), 0),
+            func.coalesce(func.sum(MetricResultRow.cached_calls), 0),
+            func.coalesce(func.sum(MetricResultRow.prompt_tokens + MetricResultRow.completion_tokens), 0),
         )
         .where(MetricResultRow.run_id == run_id)
         .group_by(MetricResultRow.metric_name)
@@ -137,8 +140,11 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
             "avg_score": float(avg) if avg is not None else None,
             "min_score": float(low) if low is not None else None,
             "max_score": float(high) if high is not None else None,
+            "judge_calls": int(calls),
+            "cached_calls": int(cached),
+            "judge_tokens": int(tokens),
         }
-        for name, count, passed, errors, avg, low, high in rows
+        for name, count, passed, errors, avg, low, high, calls, cached, tokens in rows
     }
 
 

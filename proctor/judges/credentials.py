@@ -1,0 +1,61 @@
+"""Where a judge's endpoint and API key come from: the environment or a Prefect Secret block.
+
+A suite names a key only by reference (`${MY_KEY}` or `secret:block-name`), so keys never sit
+in suite files, reports or the database; the resolved value lives only in the client.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from models.holodeck import LLMProvider
+
+API_KEY_ENV = ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY")
+BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class CredentialError(RuntimeError):
+    """No API key could be found for a judge; says where Proctor looked."""
+
+
+def _from_reference(reference: str) -> str:
+    env = _ENV_REF.match(reference.strip())
+    if env:
+        value = os.environ.get(env.group(1))
+        if not value:
+            raise CredentialError(f"environment variable {env.group(1)} is not set")
+        return value
+    if reference.startswith("secret:"):
+        from prefect.blocks.system import Secret
+
+        name = reference.removeprefix("secret:")
+        try:
+            return str(Secret.load(name).get())
+        except Exception as error:  # the block's name is safe to show, never its value
+            raise CredentialError(f"Prefect Secret block {name!r} could not be loaded: {error}") from None
+    raise CredentialError(
+        "api_key must be a reference, '${ENV_VAR}' or 'secret:<prefect-secret-block>', not a literal key"
+    )
+
+
+def resolve_api_key(provider: LLMProvider | None) -> str:
+    if provider is not None and provider.api_key:
+        return _from_reference(provider.api_key)
+    for name in API_KEY_ENV:
+        if os.environ.get(name):
+            return os.environ[name]
+    raise CredentialError(
+        f"no API key for the judge: set {' or '.join(API_KEY_ENV)}, or give the metric's model an "
+        "api_key reference ('${ENV_VAR}' or 'secret:<prefect-secret-block>')"
+    )
+
+
+def resolve_base_url(provider: LLMProvider | None) -> str | None:
+    if provider is not None and provider.endpoint:
+        return provider.endpoint
+    for name in BASE_URL_ENV:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None

@@ -1,0 +1,50 @@
+"""API keys come from the environment or a Prefect Secret block, never from a suite file."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.holodeck import LLMProvider
+from proctor.judges import CredentialError, resolve_api_key, resolve_base_url
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY", "PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert resolve_api_key(None) == "sk-env"
+    monkeypatch.setenv("PROCTOR_JUDGE_API_KEY", "sk-proctor")
+    assert resolve_api_key(None) == "sk-proctor"
+
+
+def test_a_metric_may_name_its_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEAM_JUDGE_KEY", "sk-team")
+    assert resolve_api_key(LLMProvider(name="gpt-4o", api_key="${TEAM_JUDGE_KEY}")) == "sk-team"
+
+
+def test_a_literal_key_in_a_suite_is_refused() -> None:
+    with pytest.raises(CredentialError, match="reference"):
+        resolve_api_key(LLMProvider(name="gpt-4o", api_key="sk-live-abc123"))
+
+
+def test_a_missing_key_says_where_proctor_looked() -> None:
+    with pytest.raises(CredentialError, match="PROCTOR_JUDGE_API_KEY or OPENAI_API_KEY"):
+        resolve_api_key(None)
+    with pytest.raises(CredentialError, match="UNSET_VAR is not set"):
+        resolve_api_key(LLMProvider(name="gpt-4o", api_key="${UNSET_VAR}"))
+
+
+def test_the_endpoint_comes_from_the_model_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_base_url(None) is None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert resolve_base_url(None) == "http://127.0.0.1:9/v1"
+    assert resolve_base_url(LLMProvider(name="m", endpoint="http://h/v1")) == "http://h/v1"
+
+
+def test_the_key_never_shows_in_a_dumped_model() -> None:
+    provider = LLMProvider(name="gpt-4o", api_key="${TEAM_JUDGE_KEY}")
+    assert "api_key" not in provider.model_dump() and "TEAM_JUDGE_KEY" not in repr(provider)
