@@ -16,6 +16,7 @@ from proctor.metrics.compat import COMPAT_METRICS
 from proctor.metrics.efficiency import MaxExecutionTime
 from proctor.metrics.judged import JUDGED_METRICS
 from proctor.metrics.response import ResponseMatch
+from proctor.metrics.semantic import SemanticSimilarity
 from proctor.metrics.text import Contains, NotContains
 from proctor.metrics.tools import ToolsCalled, ToolsNotCalled
 from proctor.metrics.trajectory import TrajectoryMatch
@@ -27,6 +28,7 @@ DEFAULT_METRICS: tuple[type[Metric], ...] = (
     Contains,
     NotContains,
     ResponseMatch,
+    SemanticSimilarity,
     MaxExecutionTime,
     *JUDGED_METRICS,
     *COMPAT_METRICS,
