@@ -1,0 +1,124 @@
+"""ADK's deterministic criteria and Vanna's evaluators, with their own semantics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rouge_score import rouge_scorer
+
+from models.agentflow import ToolCall
+from models.case import MetricSpec, Turn
+from models.outcome import AgentTurn
+from proctor.metrics import REGISTRY
+from tests.conftest import ADK_FIXTURES
+from tests.factories import agent_turn, call, make_case, make_ctx
+
+
+def _metric(name: str, **args):
+    return REGISTRY.build(MetricSpec(name=name, args=args))
+
+
+def _adk_invocations() -> list[dict]:
+    data = json.loads((ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json").read_text())
+    return data["eval_cases"][0]["conversation"]
+
+
+def _text(content: dict | None) -> str:
+    return (
+        "\n".join(p["text"] for p in (content or {}).get("parts") or [] if p.get("text")) if content else ""
+    )
+
+
+def _adk_case():
+    turns = [
+        Turn(
+            turn_id=inv["invocation_id"],
+            input=_text(inv["user_content"]),
+            expected_tool_calls=[
+                ToolCall(name=t["name"], args=t["args"]) for t in inv["intermediate_data"]["tool_uses"]
+            ],
+            expected_response=_text(inv["final_response"]) or None,
+        )
+        for inv in _adk_invocations()
+    ]
+    return make_case(*turns)
+
+
+def test_tool_trajectory_avg_score_scores_every_turn_like_adk() -> None:
+    case = _adk_case()
+    right = [
+        AgentTurn(turn_id=t.turn_id, input=t.input, response="r", tool_calls=t.expected_tool_calls)
+        for t in case.turns
+    ]
+    assert _metric("tool_trajectory_avg_score").evaluate(make_ctx(case, *right)).value == 1.0
+    # A tool call in a turn that expects none fails that turn only: 2 of 3.
+    chatty = [right[0].model_copy(update={"tool_calls": [call("roll_die", sides=6)]}), *right[1:]]
+    assert _metric("tool_trajectory_avg_score").evaluate(make_ctx(case, *chatty)).value == pytest.approx(
+        2 / 3
+    )
+    wrong_args = [*right[:2], right[2].model_copy(update={"tool_calls": [call("roll_die", sides=20)]})]
+    assert _metric("tool_trajectory_avg_score").evaluate(make_ctx(case, *wrong_args)).value == pytest.approx(
+        2 / 3
+    )
+    assert (
+        _metric("tool_trajectory_avg_score", ignore_args=True).evaluate(make_ctx(case, *wrong_args)).value
+        == 1.0
+    )
+
+
+def test_response_match_score_is_adks_rouge_over_every_turn() -> None:
+    case = _adk_case()
+    answers = [
+        "I am an agent that rolls dice and checks primes.",
+        "I roll dice of any size and check primes.",
+        "Rolled a 4.",
+    ]
+    turns = [
+        AgentTurn(turn_id=t.turn_id, input=t.input, response=a)
+        for t, a in zip(case.turns, answers, strict=True)
+    ]
+    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+    expected = [
+        scorer.score(_text(inv["final_response"]), answer)["rouge1"].fmeasure
+        for inv, answer in zip(_adk_invocations(), answers, strict=True)
+    ]
+    assert expected[2] == 0.0  # ADK compares the third turn with its empty reference
+    result = _metric("response_match_score").evaluate(make_ctx(case, *turns))
+    assert result.value == pytest.approx(sum(expected) / 3)
+
+
+def _vanna_case(**expected_outcome):
+    return make_case(metadata={"expected_outcome": expected_outcome})
+
+
+def test_vanna_trajectory_evaluator_needs_every_check() -> None:
+    case = _vanna_case(tools_called=["run_sql"], tools_not_called=["drop_table"])
+    ok = _metric("TrajectoryEvaluator").evaluate(make_ctx(case, agent_turn("x", call("run_sql"))))
+    bad = _metric("TrajectoryEvaluator").evaluate(
+        make_ctx(case, agent_turn("x", call("run_sql"), call("drop_table")))
+    )
+    assert (ok.value, ok.passed) == (1.0, True)
+    assert (bad.value, bad.passed) == (0.5, False) and "did not call drop_table" in bad.reason
+
+
+def test_vanna_output_evaluator_is_case_insensitive() -> None:
+    case = _vanna_case(final_answer_contains=["revenue", "SELECT"], final_answer_not_contains=["error"])
+    good = _metric("OutputEvaluator").evaluate(make_ctx(case, agent_turn("Revenue: select sum(x) ...")))
+    bad = _metric("OutputEvaluator").evaluate(make_ctx(case, agent_turn("Revenue query hit an error")))
+    assert good.passed and good.value == 1.0
+    assert not bad.passed and bad.value == pytest.approx(1 / 3)
+
+
+def test_vanna_efficiency_evaluator_checks_time_and_components() -> None:
+    case = _vanna_case(max_execution_time_ms=100, min_components=1, max_components=1)
+    fast = _metric("EfficiencyEvaluator").evaluate(make_ctx(case, agent_turn("x"), agent_ms=50))
+    slow = _metric("EfficiencyEvaluator").evaluate(make_ctx(case, agent_turn("x"), agent_ms=150))
+    silent = _metric("EfficiencyEvaluator").evaluate(make_ctx(case, agent_turn(None), agent_ms=50))
+    assert fast.passed and not slow.passed and not silent.passed
+
+
+def test_vanna_evaluators_do_not_apply_without_expectations() -> None:
+    ctx = make_ctx(_vanna_case(), agent_turn("x"))
+    for name in ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator"):
+        assert not _metric(name).applies_to(ctx)
