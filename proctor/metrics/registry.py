@@ -12,9 +12,11 @@ from pydantic import ValidationError
 
 from models.case import MetricSpec
 from proctor.metrics.base import Metric
+from proctor.metrics.budget import BUDGET_METRICS
 from proctor.metrics.compat import COMPAT_METRICS
 from proctor.metrics.efficiency import MaxExecutionTime
 from proctor.metrics.judged import JUDGED_METRICS
+from proctor.metrics.nlp import NLP_METRICS
 from proctor.metrics.response import ResponseMatch
 from proctor.metrics.semantic import SemanticSimilarity
 from proctor.metrics.text import Contains, NotContains
@@ -30,6 +32,8 @@ DEFAULT_METRICS: tuple[type[Metric], ...] = (
     ResponseMatch,
     SemanticSimilarity,
     MaxExecutionTime,
+    *NLP_METRICS,
+    *BUDGET_METRICS,
     *JUDGED_METRICS,
     *COMPAT_METRICS,
 )
