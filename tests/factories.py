@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+
+from sqlmodel import Session
 
 from models.agentflow import ToolCall
 from models.case import Case, MetricSpec, Turn
 from models.outcome import AgentTurn
+from models.tables import EvalRun
 from proctor.metrics.base import MetricContext
+from proctor.storage import get_engine
 
 
 def call(name: str, **args: Any) -> ToolCall:
@@ -43,3 +48,19 @@ def agent_turn(response: str | None = "", *calls: ToolCall, turn_id: str = "turn
 def make_ctx(case: Case, *turns: AgentTurn, agent_ms: float = 10.0) -> MetricContext:
     """The context a metric sees: the case and what the agent did in each turn."""
     return MetricContext(case=case, turns=list(turns), agent_ms=agent_ms)
+
+
+def stored_run(database_url: str, *, suite_id: str = "suite", agent: str = "agent.py:agent") -> uuid.UUID:
+    """A run row to hang case results on, committed to the given database."""
+    run = EvalRun(
+        suite_id=suite_id,
+        suite_name=suite_id,
+        suite_path=f"{suite_id}.json",
+        source_format="native",
+        agent=agent,
+        proctor_version="test",
+    )
+    with Session(get_engine(database_url)) as session:
+        session.add(run)
+        session.commit()
+        return run.id

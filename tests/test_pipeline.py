@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from models.case import MetricSpec
 from models.holodeck import FileInput
 from models.outcome import CaseState
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from models.tables import CaseResultRow, MetricResultRow
 from proctor.pipeline import (
     CaseWork,
     RunSettings,
@@ -24,17 +24,11 @@ from proctor.pipeline import (
     runtime_for,
 )
 from proctor.storage import get_engine
-from tests.factories import call, make_case
+from tests.factories import call, make_case, stored_run
 
 
 def _settings(url: str, agent: str, tmp_path: Path, concurrency: int = 4) -> RunSettings:
-    run = EvalRun(
-        suite_id="s", suite_name="s", suite_path="s", source_format="native", agent=agent, proctor_version="t"
-    )
-    with Session(get_engine(url)) as session:
-        session.add(run)
-        session.commit()
-        run_id = run.id
+    run_id = stored_run(url, agent=agent)
     return RunSettings(
         run_id=run_id,
         database_url=url,

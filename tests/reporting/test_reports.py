@@ -17,7 +17,7 @@ from proctor.reporting import case_rows, summary_markdown, write_reports
 from proctor.reporting.render import md_inline
 from proctor.storage import get_engine
 from tasks.persist import close_run
-from tests.factories import make_case
+from tests.factories import make_case, stored_run
 
 
 def _report(*results: TestResult) -> TestReport:
@@ -80,18 +80,7 @@ def _stored_run(url: str, tmp_path: Path, answers: dict[str, str]) -> EvalRun:
     (tmp_path / "agent.py").write_text(
         f"ANSWERS = {answers!r}\ndef agent(request):\n    return ANSWERS[request.case_id]\n"
     )
-    run = EvalRun(
-        suite_id="hours",
-        suite_name="Hours",
-        suite_path="hours.json",
-        source_format="native",
-        agent="agent.py:agent",
-        proctor_version="t",
-    )
-    with Session(get_engine(url)) as session:
-        session.add(run)
-        session.commit()
-        run_id = run.id
+    run_id = stored_run(url, suite_id="hours")
     settings = RunSettings(
         run_id=run_id, database_url=url, agent=f"{tmp_path / 'agent.py'}:agent", suite_dir=str(tmp_path)
     )

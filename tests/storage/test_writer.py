@@ -10,28 +10,17 @@ from sqlalchemy import create_engine, text
 from sqlmodel import Session, select
 
 from models.outcome import CaseState, ScoredMetric
-from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from models.tables import CaseResultRow, MetricResultRow, RunStatus
 from proctor.pipeline import CaseWork
 from proctor.storage.db import get_engine, normalize_url
 from proctor.storage.rows import case_row_id
 from proctor.storage.runs import completed_case_ids, finish_run, tally
 from proctor.storage.writer import ResultWriter
-from tests.factories import agent_turn, make_case
+from tests.factories import agent_turn, make_case, stored_run
 
 
 def _new_run(url: str) -> uuid.UUID:
-    run = EvalRun(
-        suite_id="s",
-        suite_name="s",
-        suite_path="s.json",
-        source_format="agentflow",
-        agent="a:b",
-        proctor_version="test",
-    )
-    with Session(get_engine(url)) as session:
-        session.add(run)
-        session.commit()
-        return run.id
+    return stored_run(url)
 
 
 def _finished_work(position: int, passed: bool) -> CaseWork:
