@@ -14,7 +14,7 @@ from flows.evaluate import EvaluationRequest, evaluate
 from models.tables import MetricResultRow
 from proctor.loaders import SuiteError
 from proctor.storage import get_engine
-from tests.servers.openai_api import FakeOpenAI, judged, prompt_of
+from tests.fakes import FakeOpenAI, judged, prompt_of
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 

@@ -16,7 +16,7 @@ from proctor.metrics import REGISTRY, BoundMetric, score_metric
 from proctor.metrics import runner as metric_runner
 from proctor.storage import get_engine
 from tests.factories import make_case, make_ctx
-from tests.servers.openai_api import FakeOpenAI, Fault, judged, prompt_of
+from tests.fakes import FakeOpenAI, Fault, judged, prompt_of
 
 
 @pytest.fixture
@@ -70,14 +70,14 @@ def test_a_threshold_may_be_given_on_the_judges_scale(api: FakeOpenAI) -> None:
 
 
 def test_rate_limits_and_server_errors_are_retried(api: FakeOpenAI) -> None:
-    api.script(Fault.http(429, retry_after=0.01), Fault.http(503), judged(4))
+    api.script(Fault.status(429, retry_after=0.01), Fault.status(503), judged(4))
     result = _score(api, MetricSpec(name="llm_judge", retry_on_failure=2))
     assert (result.score, result.retry_count, result.error) == (0.75, 2, None)
     assert len(api.completions) == 3
 
 
 def test_a_judge_that_keeps_failing_gives_an_error_never_a_score(api: FakeOpenAI) -> None:
-    api.script(Fault.http(500), Fault.http(500), Fault.http(500))
+    api.script(Fault.status(500), Fault.status(500), Fault.status(500))
     result = _score(api, MetricSpec(name="llm_judge", retry_on_failure=2))
     assert result.score is None and result.passed is False and result.retry_count == 2
     assert "HTTP 500" in result.error and result.model_used == "judge-model"
