@@ -9,7 +9,8 @@ Every figure is for the whole flow: Prefect tasks, the agent call, three metrics
              for the execution phase (first case started to last case stored, from the rows)
              and for the whole run (which adds Prefect's fixed start and finish costs)
 
-Each figure is the median of --repeats runs: Prefect's own cost per run varies by seconds.
+Each figure is the median of --repeats runs, each started after a pause that lets Prefect's API
+finish ingesting the previous run's events: Prefect's own cost per run varies by seconds.
 
 Usage: python bench/overhead.py [--postgres URL] [--cases 1000] [--repeats 3]
 """
@@ -86,9 +87,15 @@ def write_suite(folder: Path, cases: int) -> Path:
     return path
 
 
+# Prefect's API ingests task-run events at ~30/s here; a run started while it still digests the
+# previous run's events waits for it. Each measured run starts once the server is idle again.
+SETTLE_S = 4.0
+
+
 def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path) -> tuple[float, object]:
     from flows.evaluate import EvaluationRequest, evaluate
 
+    time.sleep(SETTLE_S)
     request = EvaluationRequest(
         suite=str(suite), database_url=database_url, concurrency=concurrency, report_dir=str(report_dir)
     )

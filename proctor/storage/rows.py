@@ -60,6 +60,19 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
     }
 
 
+def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
+    """The columns a case's final write sets on its checkpointed row."""
+    return {
+        "state": outcome.state.value,
+        "passed": outcome.passed,
+        "errors": list(outcome.errors),
+        "tools_matched": outcome.tools_matched,
+        "evaluation_ms": outcome.evaluation_ms,
+        "execution_ms": outcome.execution_ms,
+        "finished_at": outcome.finished_at or datetime.now(UTC),
+    }
+
+
 def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dict[str, Any]]:
     row_id = case_row_id(run_id, case.case_id)
     return [

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -25,7 +25,7 @@ from models.case import Case
 from models.outcome import CaseOutcome
 from models.tables import CaseResultRow, MetricResultRow
 from proctor.storage.db import redact_url
-from proctor.storage.rows import case_row, metric_rows
+from proctor.storage.rows import case_row, case_row_id, final_columns, metric_rows
 
 log = logging.getLogger("proctor.storage")
 
@@ -51,30 +51,35 @@ class _Write:
 
     case_row: dict[str, Any]
     metric_rows: list[dict[str, Any]]
-    replaces: bool
+    updates: bool
     done: asyncio.Future[None]
 
 
-def _apply(connection: Connection, batch: list[_Write]) -> None:
-    """Write a batch in four statements, whatever its size.
+# What changes between a case's checkpoint (agent done) and its end: the final write updates
+# only these, so the turns and tool calls are not serialised twice.
+FINAL_COLUMNS = ("state", "passed", "errors", "tools_matched", "evaluation_ms", "execution_ms", "finished_at")
+_FINAL_UPDATE = (
+    update(CASE_TABLE)
+    .where(CASE_TABLE.c.id == bindparam("b_id"))
+    .values({name: bindparam(f"b_{name}") for name in FINAL_COLUMNS})
+)
 
-    A later write of the same case supersedes an earlier one in the batch; a write that
-    replaces a checkpoint deletes it first, so the row is never stored twice.
-    """
-    latest: dict[Any, _Write] = {}
-    replaced: set[Any] = set()
-    for write in batch:
-        row_id = write.case_row["id"]
-        if row_id in latest and not write.replaces:
-            raise IntegrityError("duplicate case in one run", None, ValueError(write.case_row["case_id"]))
-        if write.replaces:
-            replaced.add(row_id)
-        latest[row_id] = write
-    if replaced:
-        connection.execute(delete(METRIC_TABLE).where(METRIC_TABLE.c.case_result_id.in_(replaced)))
-        connection.execute(delete(CASE_TABLE).where(CASE_TABLE.c.id.in_(replaced)))
-    connection.execute(CASE_TABLE.insert(), [write.case_row for write in latest.values()])
-    metric_rows = [row for write in latest.values() for row in write.metric_rows]
+
+def _apply(connection: Connection, batch: list[_Write]) -> None:
+    """Write a batch in at most three statements, whatever its size: new case rows, final
+    updates of checkpointed rows, metric rows. Inserts come first, so a checkpoint and its
+    final update may share a batch; a case inserted twice is refused."""
+    inserts = [write.case_row for write in batch if not write.updates]
+    if len({row["id"] for row in inserts}) != len(inserts):
+        raise IntegrityError("duplicate case in one run", None, ValueError("duplicate case id"))
+    if inserts:
+        connection.execute(CASE_TABLE.insert(), inserts)
+    updates = [
+        {f"b_{key}": value for key, value in write.case_row.items()} for write in batch if write.updates
+    ]
+    if updates:
+        connection.execute(_FINAL_UPDATE, updates)
+    metric_rows = [row for write in batch for row in write.metric_rows]
     if metric_rows:
         connection.execute(METRIC_TABLE.insert(), metric_rows)
 
@@ -91,14 +96,18 @@ class ResultWriter:
 
     # -- what callers use -------------------------------------------------------------
     async def save(self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> None:
-        """Persist a case's progress; the first save inserts its row, later ones replace it.
+        """Persist a case's progress; the first save inserts its row, the final one updates it.
 
         Returns once the write is committed: what `save` returned for is durable.
         """
+        if outcome.checkpointed:
+            row = {"id": case_row_id(run_id, case.case_id), **final_columns(outcome)}
+        else:
+            row = case_row(run_id, case, outcome, position)
         write = _Write(
-            case_row=case_row(run_id, case, outcome, position),
+            case_row=row,
             metric_rows=metric_rows(run_id, case, outcome) if outcome.state.is_final else [],
-            replaces=outcome.checkpointed,
+            updates=outcome.checkpointed,
             done=asyncio.get_running_loop().create_future(),
         )
         self._queue.put(write)
