@@ -48,3 +48,16 @@ def test_the_endpoint_comes_from_the_model_or_the_environment(monkeypatch: pytes
 def test_the_key_never_shows_in_a_dumped_model() -> None:
     provider = LLMProvider(name="gpt-4o", api_key="${TEAM_JUDGE_KEY}")
     assert "api_key" not in provider.model_dump() and "TEAM_JUDGE_KEY" not in repr(provider)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_prefect_secret_block_holds_the_key() -> None:
+    from prefect.blocks.system import Secret
+
+    Secret(value="sk-from-block").save("proctor-test-judge-key", overwrite=True)
+    assert (
+        resolve_api_key(LLMProvider(name="gpt-4o", api_key="secret:proctor-test-judge-key"))
+        == "sk-from-block"
+    )
+    with pytest.raises(CredentialError, match="Prefect Secret block 'no-such-block' could not be loaded"):
+        resolve_api_key(LLMProvider(name="gpt-4o", api_key="secret:no-such-block"))

@@ -249,3 +249,25 @@ def test_multi_turn_conversations_are_shown_to_the_judge(api: FakeOpenAI) -> Non
     _score(api, MetricSpec(name="llm_judge"), ctx=make_ctx(case, *turns))
     prompt = prompt_of(api.completions[0]["body"])
     assert "[user] Weather in Paris?" in prompt and "[assistant] Sunny." in prompt
+
+
+QUALITY_METRICS = [
+    "groundedness",
+    "relevance",
+    "coherence",
+    "fluency",
+    "similarity",
+    "hallucination",
+    "safety",
+    "factual_accuracy",
+    "LLMAsJudgeEvaluator",
+]
+
+
+@pytest.mark.parametrize("name", QUALITY_METRICS)
+def test_every_quality_metric_passes_on_a_high_score_and_fails_on_a_low_one(
+    api: FakeOpenAI, name: str
+) -> None:
+    api.script(judged(5), judged(1))
+    high, low = _score(api, MetricSpec(name=name)), _score(api, MetricSpec(name=name))
+    assert (high.score, high.passed, low.score, low.passed) == (1.0, True, 0.0, False)
