@@ -62,10 +62,14 @@ class BoundMetric:
         return dataclasses.replace(ctx, judge=self.judge, scale=self.spec.scale)
 
 
+class _RunnerTimeout(Exception):
+    """The runner's own `timeout_ms` expired (a metric's own TimeoutError is reported as such)."""
+
+
 def _describe(error: BaseException, timeout_ms: int | None) -> str:
-    if isinstance(error, TimeoutError):
+    if isinstance(error, _RunnerTimeout):
         return f"timed out after {timeout_ms} ms"
-    return f"{type(error).__name__}: {error}"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 def _delay(attempt: int, error: BaseException) -> float:
@@ -80,15 +84,34 @@ async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score:
     call = bound.metric.aevaluate(ctx)
     if bound.spec.timeout_ms is None:
         return await call
-    return await asyncio.wait_for(call, bound.spec.timeout_ms / 1000)
+    try:
+        return await asyncio.wait_for(call, bound.spec.timeout_ms / 1000)
+    except TimeoutError as error:
+        # wait_for's own expiry carries no message; a TimeoutError raised inside keeps its own.
+        if str(error):
+            raise
+        raise _RunnerTimeout from None
 
 
 async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric | None:
     """Score one metric; None when it does not apply to the case."""
-    if not bound.metric.applies_to(ctx):
+    started = time.perf_counter()
+    try:
+        applies = bound.metric.applies_to(ctx)
+    except Exception as exc:  # deciding applicability can fail too (bad case metadata): data, not a crash
+        return ScoredMetric(
+            metric_name=bound.spec.name,
+            threshold=bound.threshold,
+            scale=bound.spec.scale,
+            passed=False,
+            error=f"could not decide whether the metric applies: {_describe(exc, None)}",
+            evaluation_time_ms=int((time.perf_counter() - started) * 1000),
+            args=bound.metric.arguments(),
+            metric_version=bound.metric.version,
+        )
+    if not applies:
         return None
     ctx = bound.context(ctx)
-    started = time.perf_counter()
     attempts = 1 + bound.retries
     error: str | None = None
     raw_reply: str | None = None
