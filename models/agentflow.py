@@ -214,8 +214,15 @@ class UserSimulatorConfig(BaseModel):
 
 
 def _threshold_shorthand(spec: Any) -> Any:
-    is_number = isinstance(spec, int | float) and not isinstance(spec, bool)
-    return {"threshold": spec} if is_number else spec
+    """A bare number is a threshold; ADK-style rubrics (rubricId/rubricContent) are kept apart
+    from agentflow's `Rubric`s, for the metric that reads them."""
+    if isinstance(spec, int | float) and not isinstance(spec, bool):
+        return {"threshold": spec}
+    if isinstance(spec, dict) and isinstance(spec.get("rubrics"), list):
+        if any(isinstance(r, dict) and ({"rubricId", "rubric_id"} & set(r)) for r in spec["rubrics"]):
+            spec = {**spec, "adk_rubrics": spec["rubrics"]}
+            del spec["rubrics"]
+    return spec
 
 
 class EvalConfig(BaseModel):
@@ -232,12 +239,7 @@ class EvalConfig(BaseModel):
     @classmethod
     def _thresholds_as_numbers(cls, value: Any) -> Any:
         if isinstance(value, dict):
-            return {
-                name: {"threshold": spec}
-                if isinstance(spec, int | float) and not isinstance(spec, bool)
-                else spec
-                for name, spec in value.items()
-            }
+            return {name: _threshold_shorthand(spec) for name, spec in value.items()}
         return value
 
     @classmethod

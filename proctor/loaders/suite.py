@@ -18,6 +18,7 @@ from models.agentflow import EvalConfig, EvalSet
 from models.case import Case, MetricSpec, Suite
 from models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
 from models.vanna import TestCase
+from proctor.loaders import adk
 from proctor.loaders.errors import Problem, SuiteError, problems_from_validation
 from proctor.loaders.formats import (
     VANNA_DEFAULT_EVALUATORS,
@@ -60,6 +61,10 @@ def read_document(path: Path) -> Any:
 
 
 def detect_format(path: Path, document: Any) -> str:
+    if adk.is_adk_evalset(document):
+        return "adk"
+    if adk.is_adk_legacy(document):
+        return "adk-legacy"
     if path.name.endswith(".evalset.json") or (isinstance(document, dict) and "eval_set_id" in document):
         return "agentflow"
     if isinstance(document, dict) and "dataset" in document:
@@ -91,11 +96,13 @@ def resolve_target(target: str, base_dir: Path) -> str:
     return target
 
 
-def _eval_config_for(path: Path, evalset: EvalSet, config_path: Path | None) -> tuple[EvalConfig, str, bool]:
+def _eval_config_for(
+    path: Path, metadata: dict[str, Any], config_path: Path | None, default: EvalConfig | None = None
+) -> tuple[EvalConfig, str, bool]:
     """The set's criteria: an explicit file, the set's metadata, a file beside it, or the default."""
     if config_path is not None:
         return _load_config(config_path), str(config_path), False
-    inline = evalset.metadata.get("eval_config")
+    inline = metadata.get("eval_config")
     if isinstance(inline, dict):
         try:
             return EvalConfig.model_validate(inline), str(path), False
@@ -107,6 +114,8 @@ def _eval_config_for(path: Path, evalset: EvalSet, config_path: Path | None) -> 
         neighbour = path.parent / name
         if neighbour.exists():
             return _load_config(neighbour), str(neighbour), False
+    if default is not None:
+        return default, "defaults", True
     return EvalConfig.default(), "EvalConfig.default()", True
 
 
@@ -132,7 +141,7 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
         evalset = EvalSet.model_validate(document)
     except ValidationError as error:
         raise SuiteError(problems_from_validation(str(path), error)) from None
-    config, config_source, is_default = _eval_config_for(path, evalset, config_path)
+    config, config_source, is_default = _eval_config_for(path, evalset.metadata, config_path)
     warnings = []
     if is_default:
         for name in [n for n in config.criteria if n not in REGISTRY]:
@@ -162,6 +171,52 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
         cases=cases_from_evalset(evalset, specs),
         agent=agent if isinstance(agent, str) else None,
         metadata={**evalset.metadata, "eval_config": config.model_dump(mode="json")},
+        warnings=warnings,
+    )
+
+
+def _load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) -> Suite:
+    """ADK eval files, scored by the `test_config.json` beside them or ADK's default criteria."""
+    metadata = {} if legacy else (document.get("metadata") or {})
+    config, config_source, _ = _eval_config_for(
+        path, metadata, config_path, default=EvalConfig.model_validate({"criteria": adk.ADK_DEFAULT_CRITERIA})
+    )
+    specs = specs_from_eval_config(config)
+    problems = _check([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    warnings: list[str] = []
+    try:
+        if legacy:
+            cases = [adk.case_from_legacy(document, path, specs)]
+        else:
+            cases, case_warnings = adk.cases_from_evalset(document, specs)
+            warnings += [f"{path}: {warning}" for warning in case_warnings]
+    except (KeyError, TypeError, ValidationError) as error:
+        detail = (
+            "; ".join(str(p) for p in problems_from_validation(str(path), error))
+            if isinstance(error, ValidationError)
+            else f"missing or malformed field {error}"
+        )
+        problems.append(Problem(str(path), "", f"not a valid ADK eval file: {detail}"))
+        cases = []
+    for case in cases:
+        if not case.turns or not all(turn.input for turn in case.turns):
+            problems.append(
+                Problem(str(path), f"eval case {case.case_id!r}", "every invocation needs user text")
+            )
+    problems += _duplicate_ids(str(path), cases, "eval_cases")
+    if problems:
+        raise SuiteError(problems)
+    snake = adk.snake_keys(document) if not legacy else {}
+    suite_id = str(snake.get("eval_set_id") or path.name.removesuffix(".json").removesuffix(".test"))
+    return Suite(
+        suite_id=suite_id,
+        name=str(snake.get("name") or suite_id),
+        description=str(snake.get("description") or ""),
+        path=str(path),
+        source_format="adk",
+        cases=cases,
+        agent=metadata.get("agent") if isinstance(metadata.get("agent"), str) else None,
+        metadata={"eval_config": config.model_dump(mode="json")},
         warnings=warnings,
     )
 
@@ -310,6 +365,10 @@ def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Su
     suite_format = detect_format(path, document)
     if suite_format == "agentflow":
         return _load_agentflow(path, document, Path(config_path) if config_path else None)
+    if suite_format in {"adk", "adk-legacy"}:
+        return _load_adk(
+            path, document, Path(config_path) if config_path else None, suite_format == "adk-legacy"
+        )
     if config_path is not None:
         raise SuiteError([Problem(str(config_path), "", "--config applies to agentflow evalsets only")])
     if suite_format == "holodeck":

@@ -1,0 +1,169 @@
+"""Google ADK eval files: the fixtures from google/adk-python load, and run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from proctor.loaders import SuiteError, load_suite
+from proctor.loaders.adk import snake_keys
+from tests.conftest import ADK_FIXTURES
+
+ROLL_DIE = ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json"
+LEGACY = ADK_FIXTURES / "home_automation_agent" / "simple_test2.test.json"
+
+
+def test_the_evalset_fixture_loads_with_its_test_config() -> None:
+    suite = load_suite(ROLL_DIE)
+    [case] = suite.cases
+    assert suite.source_format == "adk" and case.case_id.endswith("roll_die.test.json")
+    assert [t.input for t in case.turns] == [
+        "Hi who are you?",
+        "What can you do?",
+        "Can you roll a die with 6 sides",
+    ]
+    assert [t.expected_tool_calls for t in case.turns][:2] == [[], []]  # ADK: no tool expected
+    assert case.turns[2].expected_tool_calls[0].model_dump(exclude_none=True) == {
+        "name": "roll_die",
+        "args": {"sides": 6},
+    }
+    assert case.turns[2].expected_response is None and case.turns[0].expected_response.startswith(
+        "I am a data"
+    )
+    assert [(s.name, s.threshold) for s in case.metrics] == [
+        ("tool_trajectory_avg_score", 1.0),
+        ("response_match_score", 0.5),
+    ]
+
+
+def test_the_legacy_fixture_is_one_conversation() -> None:
+    [case] = load_suite(LEGACY).cases
+    [turn] = case.turns
+    assert turn.input == "Turn off device_3 in the Bedroom."
+    assert turn.expected_tool_calls[0].args == {
+        "location": "Bedroom",
+        "device_id": "device_3",
+        "status": "OFF",
+    }
+    assert turn.expected_response == "I have set the device_3 status to off."
+    assert [s.name for s in case.metrics] == ["tool_trajectory_avg_score"]
+
+
+def test_camel_case_files_load_the_same(tmp_path: Path) -> None:
+    data = json.loads(ROLL_DIE.read_text())
+
+    def camel(value):
+        if isinstance(value, list):
+            return [camel(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, item in value.items():
+            head, *rest = key.split("_")
+            out[head + "".join(p.title() for p in rest)] = item if key == "args" else camel(item)
+        return out
+
+    (tmp_path / "camel.test.json").write_text(json.dumps(camel(data)))
+    assert load_suite(tmp_path / "camel.test.json").cases[0].turns == load_suite(ROLL_DIE).cases[0].turns
+
+
+def test_without_a_test_config_adks_default_criteria_apply(tmp_path: Path) -> None:
+    shutil.copy(LEGACY, tmp_path / "alone.test.json")
+    specs = load_suite(tmp_path / "alone.test.json").cases[0].metrics
+    assert [(s.name, s.threshold) for s in specs] == [
+        ("tool_trajectory_avg_score", 1.0),
+        ("response_match_score", 0.8),
+    ]
+
+
+def test_adk_rubrics_and_judge_options_in_a_test_config(tmp_path: Path) -> None:
+    shutil.copy(LEGACY, tmp_path / "s.test.json")
+    (tmp_path / "test_config.json").write_text(
+        json.dumps(
+            {
+                "criteria": {
+                    "rubric_based_final_response_quality_v1": {
+                        "threshold": 0.8,
+                        "judge_model_options": {"judge_model": "gemini-2.5-flash", "num_samples": 3},
+                        "rubrics": [
+                            {"rubricId": "polite", "rubricContent": {"textProperty": "The answer is polite."}}
+                        ],
+                    }
+                }
+            }
+        )
+    )
+    [spec] = load_suite(tmp_path / "s.test.json").cases[0].metrics
+    assert spec.model.name == "gemini-2.5-flash" and spec.args["num_samples"] == 3
+    assert spec.args["rubrics"] == [
+        {"rubricId": "polite", "rubricContent": {"textProperty": "The answer is polite."}}
+    ]
+
+
+def test_a_conversation_scenario_is_reported_not_dropped(tmp_path: Path) -> None:
+    data = json.loads(ROLL_DIE.read_text())
+    data["eval_cases"][0]["conversation_scenario"] = {
+        "starting_prompt": "Hi",
+        "conversation_plan": "Roll twice",
+    }
+    (tmp_path / "s.test.json").write_text(json.dumps(data))
+    suite = load_suite(tmp_path / "s.test.json")
+    assert any("conversation_scenario" in warning for warning in suite.warnings)
+    assert suite.cases[0].metadata["conversation_scenario"]["conversation_plan"] == "Roll twice"
+
+
+def test_a_broken_adk_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.test.json").write_text(
+        json.dumps([{"query": "hi", "expected_tool_use": [{"tool_input": {}}]}])
+    )
+    with pytest.raises(
+        SuiteError, match=r"bad.test.json: not a valid ADK eval file: missing or malformed field 'tool_name'"
+    ):
+        load_suite(tmp_path / "bad.test.json")
+
+
+def test_snake_keys_leave_tool_arguments_alone() -> None:
+    assert snake_keys({"toolUses": [{"args": {"deviceId": 3}}]}) == {"tool_uses": [{"args": {"deviceId": 3}}]}
+
+
+DIE_AGENT = """
+def agent(request):
+    text = request.input.lower()
+    if "roll" in text:
+        request.record_tool_call("roll_die", {"sides": 6}, 4)
+        return "I rolled a 4."
+    if "who are you" in text:
+        return "I am a data processing agent. I can roll dice and check if the results are prime numbers. What would you like me to do?"
+    return ("I can roll dice for you of different sizes, and I can check if the results are prime numbers. "
+            "I can also remember previous rolls if you'd like to check those for primes as well. "
+            "What would you like me to do?")
+"""
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_adk_fixture_runs(tmp_path: Path, sqlite_url: str) -> None:
+    from flows.evaluate import EvaluationRequest, evaluate
+
+    (tmp_path / "die_agent.py").write_text(textwrap.dedent(DIE_AGENT))
+    summary = asyncio.run(
+        evaluate(
+            EvaluationRequest(
+                suite=str(ROLL_DIE),
+                agent=f"{tmp_path / 'die_agent.py'}:agent",
+                database_url=sqlite_url,
+                report_dir=str(tmp_path / "r"),
+            )
+        )
+    )
+    assert (summary.total, summary.passed) == (1, 1)
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    metrics = {m["metric_name"]: m for m in report["results"][0]["metric_results"]}
+    assert metrics["tool_trajectory_avg_score"]["score"] == 1.0
+    # ADK scores the third turn, which has no reference text, as 0: (1 + 1 + 0) / 3.
+    assert metrics["response_match_score"]["score"] == pytest.approx(2 / 3)
