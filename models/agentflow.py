@@ -218,10 +218,10 @@ def _threshold_shorthand(spec: Any) -> Any:
     from agentflow's `Rubric`s, for the metric that reads them."""
     if isinstance(spec, int | float) and not isinstance(spec, bool):
         return {"threshold": spec}
-    if isinstance(spec, dict) and isinstance(spec.get("rubrics"), list):
-        if any(isinstance(r, dict) and ({"rubricId", "rubric_id"} & set(r)) for r in spec["rubrics"]):
-            spec = {**spec, "adk_rubrics": spec["rubrics"]}
-            del spec["rubrics"]
+    rubrics = spec.get("rubrics") if isinstance(spec, dict) else None
+    adk_ids = {"rubricId", "rubric_id"}
+    if isinstance(rubrics, list) and any(isinstance(r, dict) and adk_ids & set(r) for r in rubrics):
+        spec = {key: value for key, value in spec.items() if key != "rubrics"} | {"adk_rubrics": rubrics}
     return spec
 
 
