@@ -11,6 +11,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 3
@@ -29,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")
 
     run = commands.add_parser("run", help="evaluate a suite with an agent")
-    run.add_argument("suite", help="suite file: .evalset.json, agent.yaml or a Vanna dataset")
+    run.add_argument(
+        "suite",
+        help="a suite file (.evalset.json, .test.json, agent.yaml, Vanna dataset) or a folder of them",
+    )
     run.add_argument("--agent", help="agent target 'module:attr' or 'file.py:attr' (default: the suite's)")
     run.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
     run.add_argument("--db", dest="database_url", help="results database URL (default .proctor/proctor.db)")
@@ -48,9 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
-    validate = commands.add_parser("validate", help="check a suite without running anything")
+    validate = commands.add_parser(
+        "validate", help="check suites (a file or a folder) without running anything"
+    )
     validate.add_argument("suite")
     validate.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
+    schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
     return parser
 
 
@@ -66,18 +74,31 @@ def _print_problems(error: Exception) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from proctor.loaders import SuiteError, load_suite
+    from proctor.loaders import SuiteError, load_suites
 
     try:
-        suite = load_suite(args.suite, config_path=args.config)
+        suites = load_suites(args.suite, config_path=args.config)
     except SuiteError as error:
         _print_problems(error)
         return EXIT_BAD_INPUT
-    for warning in suite.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    metrics = sorted({spec.name for case in suite.cases for spec in case.metrics})
-    shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
-    print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
+    for suite in suites:
+        for warning in suite.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        metrics = sorted({spec.name for case in suite.cases for spec in case.metrics})
+        shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
+        print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
+    return EXIT_PASSED
+
+
+def _schema(args: argparse.Namespace) -> int:
+    """JSON Schema of the native formats, for editors (`$schema` / yaml-language-server)."""
+    import json
+
+    from models.agentflow import EvalConfig, EvalSet
+
+    schema = (EvalConfig if args.kind == "config" else EvalSet).model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    print(json.dumps(schema, indent=2))
     return EXIT_PASSED
 
 
@@ -124,36 +145,50 @@ def _summary_table(summary: Any, database_url: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Validate every suite at the path first; then run them one after another."""
     _quiet_prefect(args.verbose)
-    from flows.evaluate import EvaluationRequest, evaluate, prepare
+    from flows.evaluate import EvaluationRequest, prepare
     from proctor.agents import AgentLoadError
-    from proctor.loaders import SuiteError
+    from proctor.loaders import Problem, SuiteError, discover, slug
 
-    try:
-        request = EvaluationRequest(
-            **{k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
-        )
-        _, cases, _ = prepare(request)
-    except (SuiteError, AgentLoadError, ValueError) as error:
-        _print_problems(error)
+    fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
+    planned, problems = [], []
+    for path in discover(args.suite):
+        try:
+            request = EvaluationRequest(**{**fields, "suite": str(path)})
+            _, cases, _ = prepare(request)
+            planned.append((request, len(cases)))
+        except SuiteError as error:
+            problems += error.problems
+        except (AgentLoadError, ValueError) as error:
+            problems.append(Problem(str(path), "", str(error)))
+    if problems or not planned:
+        _print_problems(SuiteError(problems or [Problem(args.suite, "", "no suite files found")]))
         return EXIT_BAD_INPUT
+    if args.report_dir and len(planned) > 1:  # one report folder per suite, named by its path
+        root = Path(args.suite)
+        for request, _ in planned:
+            request.report_dir = str(Path(args.report_dir) / slug(str(Path(request.suite).relative_to(root))))
+    return max(_run_one(request, total, args) for request, total in planned)
 
+
+def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from flows.evaluate import evaluate
     from proctor import progress as events
     from proctor.storage import default_database_url
 
     bar = Progress(
-        TextColumn("[bold]evaluating"),
+        TextColumn(f"[bold]{Path(request.suite).name}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("[green]{task.fields[passed]} passed [red]{task.fields[failed]} failed"),
         TimeElapsedColumn(),
         disable=args.no_progress or not sys.stderr.isatty(),
         transient=True,
-        console=None,
     )
-    task_id = bar.add_task("cases", total=len(cases), passed=0, failed=0)
+    task_id = bar.add_task("cases", total=total, passed=0, failed=0)
     tallies = {"passed": 0, "failed": 0}
 
     def on_event(event: str, data: dict[str, Any]) -> None:
@@ -166,7 +201,7 @@ def _run(args: argparse.Namespace) -> int:
         with bar:
             summary = asyncio.run(evaluate(request))
     except Exception as error:
-        print(f"error: the run could not complete: {error}", file=sys.stderr)
+        print(f"error: the run of {request.suite} could not complete: {error}", file=sys.stderr)
         return EXIT_ERROR
     finally:
         unsubscribe()
@@ -186,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.command == "validate":
         return _validate(args)
+    if args.command == "schema":
+        return _schema(args)
     parser.print_help()
     return EXIT_BAD_INPUT
 

@@ -132,3 +132,56 @@ def test_readme_starts_with_the_install_and_test_commands() -> None:
     head = readme[: readme.index("\n## ")]
     assert "proctor run examples/weather/weather.evalset.json" in head
     assert "pytest" in head
+
+
+def test_validate_checks_a_whole_folder(capsys) -> None:
+    from tests.conftest import ADK_FIXTURES
+
+    assert main(["validate", str(ADK_FIXTURES)]) == EXIT_PASSED
+    out = capsys.readouterr().out
+    assert "roll_die.test.json: valid adk suite" in out and "simple_test2.test.json: valid adk suite" in out
+
+
+def test_one_bad_file_in_a_folder_stops_everything(tmp_path: Path, capsys) -> None:
+    good = tmp_path / "a" / "good.evalset.json"
+    good.parent.mkdir()
+    good.write_text(EXAMPLE_SUITE.read_text())
+    (tmp_path / "b.evalset.json").write_text('{"eval_set_id": "b", "eval_cases": []}')
+    database = tmp_path / "results.db"
+    code = main(["run", str(tmp_path), "--agent", "json:dumps", "--db", f"sqlite:///{database}"])
+    assert code == EXIT_BAD_INPUT and not database.exists()
+    assert "b.evalset.json: eval_cases: the set has no cases" in capsys.readouterr().err
+
+
+def test_schema_is_json_schema_of_the_evalset(capsys) -> None:
+    import json
+
+    assert main(["schema"]) == EXIT_PASSED
+    schema = json.loads(capsys.readouterr().out)
+    assert "eval_cases" in schema["properties"] and schema["$schema"].endswith("2020-12/schema")
+    assert main(["schema", "config"]) == EXIT_PASSED
+    assert "criteria" in json.loads(capsys.readouterr().out)["properties"]
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_folder_runs_every_suite(tmp_path: Path, sqlite_url: str, capsys) -> None:
+    from tests.conftest import ADK_FIXTURES
+
+    agent = tmp_path / "agent.py"
+    agent.write_text("def agent(request):\n    return 'I have set the device_3 status to off.'\n")
+    code = main(
+        [
+            "run",
+            str(ADK_FIXTURES),
+            "--agent",
+            f"{agent}:agent",
+            "--db",
+            sqlite_url,
+            "--output",
+            str(tmp_path / "reports"),
+            "--no-progress",
+        ]
+    )
+    assert code == EXIT_FAILED  # the agent calls no tools
+    assert len(list((tmp_path / "reports").glob("*/report.md"))) == 2
