@@ -36,12 +36,14 @@ class MetricSpec(BaseModel):
 
     Mirrors HoloDeck's `EvaluationMetric` (threshold, scale, retries, timeout, fail on
     error) plus `args`, the metric's own configuration, validated against the registry
-    before anything runs.
+    before anything runs. `label` names the result when a suite gives the metric its own name
+    (HoloDeck's `geval` "Coherence", say); otherwise the result is named after the metric.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
+    label: str | None = None
     threshold: float | None = None
     enabled: bool = True
     args: dict[str, Any] = Field(default_factory=dict)

@@ -45,11 +45,13 @@ def spec_from_evaluation_metric(
     metric: EvaluationMetric, default_model: LLMProvider | None = None
 ) -> MetricSpec:
     """A HoloDeck metric as a spec; extra fields are the metric's args."""
+    args = metric.extra_args
     return MetricSpec(
         name=metric.metric,
+        label=args.pop("label", None),
         threshold=metric.threshold,
         enabled=metric.enabled,
-        args=metric.extra_args,
+        args=args,
         scale=metric.scale,
         model=metric.model or default_model,
         fail_on_error=metric.fail_on_error,

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 
 from models.agentflow import EvalConfig, EvalSet
 from models.case import Case, MetricSpec, Suite
-from models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
+from models.holodeck import EvaluationMetric, TestCaseModel
 from models.vanna import TestCase
-from proctor.loaders import adk
+from proctor.loaders import adk, holodeck
 from proctor.loaders.errors import Problem, SuiteError, problems_from_validation
 from proctor.loaders.formats import (
     VANNA_DEFAULT_EVALUATORS,
@@ -69,11 +69,13 @@ def detect_format(path: Path, document: Any) -> str:
         return "agentflow"
     if isinstance(document, dict) and "dataset" in document:
         return "vanna"
+    if isinstance(document, dict) and "test_cases_file" in document:
+        return "holodeck"
     cases = document.get("test_cases") if isinstance(document, dict) else document
     if isinstance(cases, list) and cases and isinstance(cases[0], dict):
         if "message" in cases[0]:
             return "vanna"
-        if "input" in cases[0]:
+        if "input" in cases[0] or "turns" in cases[0]:
             return "holodeck"
     raise SuiteError(
         [
@@ -221,46 +223,120 @@ def _load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool)
     )
 
 
+def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any], list[Problem]]:
+    """Inline `test_cases`, or those of `test_cases_file` (a list, or a dict with test_cases)."""
+    reference = document.get("test_cases_file")
+    if reference is None:
+        return list(document.get("test_cases") or []), []
+    if document.get("test_cases"):
+        return [], [Problem(str(path), "test_cases_file", "give test_cases or test_cases_file, not both")]
+    source = path.parent / str(reference)
+    loaded = read_document(source)
+    problems: list[Problem] = []
+    loaded = holodeck.substitute_env(loaded, problems, str(source))
+    if isinstance(loaded, dict):
+        loaded = loaded.get("test_cases")
+    if not isinstance(loaded, list):
+        problems.append(
+            Problem(str(source), "", "expected a list of test cases or a mapping with test_cases")
+        )
+        return [], problems
+    return loaded, problems
+
+
 def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
     problems: list[Problem] = []
-    evaluation = None
-    if document.get("evaluations") is not None:
+    warnings: list[str] = []
+    document = holodeck.substitute_env(document, problems, str(path))
+    evaluations = document.get("evaluations") or None
+    metrics: list[EvaluationMetric] = []
+    default_model = None
+    if evaluations is not None:
         try:
-            evaluation = EvaluationConfig.model_validate(document["evaluations"])
+            default_model = holodeck.default_judge_model(document)
         except ValidationError as error:
-            problems += problems_from_validation(str(path), error, "evaluations")
+            problems += problems_from_validation(str(path), error, "evaluations.model")
+        for index, raw in enumerate(evaluations.get("metrics") or []):
+            location = f"evaluations.metrics[{index}]"
+            try:
+                metric = holodeck.metric_from_typed(raw, str(path), location, warnings, path.parent)
+            except ValidationError as error:
+                problems += problems_from_validation(str(path), error, location)
+                continue
+            except ValueError as error:
+                problems.append(Problem(str(path), location, str(error)))
+                continue
+            if metric is not None:
+                metrics.append(metric)
+                problems += _check([(str(path), location, spec_from_evaluation_metric(metric))])
+        if not evaluations.get("metrics"):
+            problems.append(Problem(str(path), "evaluations.metrics", "List should have at least 1 item"))
+    block_specs = [spec_from_evaluation_metric(metric, default_model) for metric in metrics]
+    by_name = {spec.label or spec.name: spec for spec in block_specs} | {
+        spec.name: spec for spec in block_specs
+    }
+    raw_cases, file_problems = _holodeck_test_cases(path, document)
+    problems += file_problems
     cases: list[Case] = []
-    metric_names = {m.metric for m in evaluation.metrics} if evaluation else set()
-    for index, raw in enumerate(document.get("test_cases") or []):
-        try:
-            test_case = TestCaseModel.model_validate(raw)
-        except ValidationError as error:
-            problems += problems_from_validation(str(path), error, f"test_cases[{index}]")
+    for index, raw in enumerate(raw_cases):
+        if not isinstance(raw, dict):
+            problems.append(Problem(str(path), f"test_cases[{index}]", "expected a mapping"))
             continue
-        for name in test_case.evaluations or []:
-            if name not in metric_names:
+        raw = dict(raw)
+        named = [e for e in raw.get("evaluations") or [] if isinstance(e, str)]
+        inline = [e for e in raw.get("evaluations") or [] if isinstance(e, dict)]
+        inline_specs = []
+        for metric_index, entry in enumerate(inline):
+            location = f"test_cases[{index}].evaluations[{metric_index}]"
+            try:
+                metric = holodeck.metric_from_typed(entry, str(path), location, warnings, path.parent)
+            except ValueError as error:
+                problems.append(Problem(str(path), location, str(error).splitlines()[-1].strip()))
+                continue
+            if metric is not None:
+                spec = spec_from_evaluation_metric(metric, default_model)
+                problems += _check([(str(path), location, spec)])
+                inline_specs.append(spec)
+        for name in named:
+            if name not in by_name:
                 problems.append(
                     Problem(
                         str(path),
                         f"test_cases[{index}].evaluations",
                         f"metric {name!r} is not defined in the evaluations block "
-                        f"(defined: {', '.join(sorted(metric_names)) or 'none'})",
+                        f"(defined: {', '.join(sorted(by_name)) or 'none'})",
                     )
                 )
-        cases.append(case_from_test_case_model(test_case, index, evaluation))
-    if evaluation:
-        problems += _check(
-            [
-                (str(path), f"evaluations.metrics[{index}]", spec_from_evaluation_metric(metric))
-                for index, metric in enumerate(evaluation.metrics)
-            ]
+        case_specs = (
+            [by_name[n] for n in named if n in by_name] if raw.get("evaluations") is not None else block_specs
+        ) + inline_specs
+        if "turns" in raw:
+            case, case_problems = holodeck.multi_turn_case(raw, index, case_specs, str(path), warnings)
+            problems += case_problems
+            if case is not None:
+                cases.append(case)
+            continue
+        extras = {key: raw.pop(key) for key in ("turn_config", "retrieval_context") if key in raw}
+        tool_entries = raw.get("expected_tools")
+        names, calls = holodeck._expected_tools(
+            tool_entries, str(path), f"test_cases[{index}].expected_tools", warnings
         )
-    if not document.get("test_cases"):
+        raw["expected_tools"] = names
+        raw["evaluations"] = None
+        try:
+            test_case = TestCaseModel.model_validate(raw)
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, f"test_cases[{index}]")
+            continue
+        case = case_from_test_case_model(test_case, index, None)
+        turn = case.turns[0].model_copy(update={"expected_tool_calls": calls, "metadata": extras})
+        cases.append(case.model_copy(update={"metrics": case_specs, "turns": [turn]}))
+    if not raw_cases and not file_problems:
         problems.append(Problem(str(path), "test_cases", "at least one test case is required"))
     problems += _duplicate_ids(str(path), cases, "test_cases")
     if problems:
         raise SuiteError(problems)
-    warnings = [
+    warnings += [
         f"{path}: '{field}' defines the agent; it is not used yet, so pass --agent"
         for field in HOLODECK_AGENT_FIELDS
         if field in document

@@ -14,6 +14,7 @@ from models.case import MetricSpec
 from proctor.metrics.base import Metric
 from proctor.metrics.budget import BUDGET_METRICS
 from proctor.metrics.compat import COMPAT_METRICS
+from proctor.metrics.deterministic import DETERMINISTIC_METRICS
 from proctor.metrics.efficiency import MaxExecutionTime
 from proctor.metrics.judged import JUDGED_METRICS
 from proctor.metrics.nlp import NLP_METRICS
@@ -33,6 +34,7 @@ DEFAULT_METRICS: tuple[type[Metric], ...] = (
     SemanticSimilarity,
     MaxExecutionTime,
     *NLP_METRICS,
+    *DETERMINISTIC_METRICS,
     *BUDGET_METRICS,
     *JUDGED_METRICS,
     *COMPAT_METRICS,

@@ -100,7 +100,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         applies = bound.metric.applies_to(ctx)
     except Exception as exc:  # deciding applicability can fail too (bad case metadata): data, not a crash
         return ScoredMetric(
-            metric_name=bound.spec.name,
+            metric_name=bound.spec.label or bound.spec.name,
             threshold=bound.threshold,
             scale=bound.spec.scale,
             passed=False,
@@ -130,7 +130,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
                 await asyncio.sleep(_delay(attempt, exc))
     elapsed_ms = int((time.perf_counter() - started) * 1000)
     common = {
-        "metric_name": bound.spec.name,
+        "metric_name": bound.spec.label or bound.spec.name,
         "threshold": bound.threshold,
         "scale": bound.spec.scale,
         "retry_count": retries,

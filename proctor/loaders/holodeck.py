@@ -1,0 +1,204 @@
+"""HoloDeck `agent.yaml`: the evaluations block, test cases (inline, in `test_cases_file`,
+single or multi-turn) and `${VAR}` references, brought into the shapes the seed models take.
+
+HoloDeck's typed metrics map onto registry metrics: `standard` (f1_score, bleu, rouge, meteor,
+equality, numeric and the legacy AI names), `geval`, `rag` (faithfulness -> groundedness,
+answer_relevancy -> relevance) and `code` graders. What Proctor cannot honour yet is reported
+as a warning naming the field, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from models.agentflow import ToolCall
+from models.case import Case, MetricSpec, Turn
+from models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
+from proctor.loaders.errors import Problem
+from proctor.loaders.metric_specs import spec_from_evaluation_metric
+
+STANDARD_METRICS = {
+    "f1_score": "token_f1",
+    "bleu": "bleu",
+    "rouge": "rouge",
+    "meteor": "meteor",
+    "equality": "equality",
+    "numeric": "numeric",
+}
+RAG_METRICS = {"faithfulness": "groundedness", "answer_relevancy": "relevance"}
+GEVAL_PARAMS = {
+    "input": "input",
+    "actual_output": "actual_output",
+    "expected_output": "expected_output",
+    "context": "context",
+    "retrieval_context": "context",
+}
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SECRET_KEYS = {"api_key"}  # kept as references: resolved only when a judge is called
+
+
+def substitute_env(value: Any, problems: list[Problem], file: str, location: str = "") -> Any:
+    """`${VAR}` in string values becomes the variable's value, except in `api_key` fields."""
+    if isinstance(value, dict):
+        return {
+            key: item
+            if key in _SECRET_KEYS
+            else substitute_env(item, problems, file, f"{location}.{key}".strip("."))
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [substitute_env(item, problems, file, f"{location}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                problems.append(Problem(file, location, f"environment variable {name} is not set"))
+                return match.group(0)
+            return os.environ[name]
+
+        return _ENV.sub(replace, value)
+    return value
+
+
+def metric_from_typed(
+    raw: dict[str, Any], file: str, location: str, warnings: list[str], base_dir: Path
+) -> EvaluationMetric | None:
+    """One HoloDeck metric entry as an `EvaluationMetric`; None (with a warning) if unsupported."""
+    entry = dict(raw)
+    kind = entry.pop("type", None)
+    if kind is None:
+        return EvaluationMetric.model_validate(entry)
+    if kind == "standard":
+        name = entry.pop("metric", None)
+        entry["metric"] = STANDARD_METRICS.get(name, name)
+    elif kind == "geval":
+        entry["metric"] = "geval"
+        if "name" in entry:
+            entry["label"] = entry.pop("name")
+        params = entry.get("evaluation_params")
+        if params:
+            entry["evaluation_params"] = sorted(
+                {GEVAL_PARAMS.get(p, p) for p in params if p != "actual_output"} | {"actual_output"}
+            )
+        for unsupported in ("strict_mode",):
+            if entry.pop(unsupported, None):
+                warnings.append(
+                    f"{file}: {location}.{unsupported} is not supported yet; the score is not made binary"
+                )
+    elif kind == "rag":
+        metric_type = entry.pop("metric_type", None)
+        entry.pop("include_reason", None)  # reasons are always kept
+        if metric_type not in RAG_METRICS:
+            warnings.append(
+                f"{file}: {location}: rag metric_type {metric_type!r} is not supported yet and is skipped "
+                f"(supported: {', '.join(RAG_METRICS)})"
+            )
+            return None
+        entry["metric"] = RAG_METRICS[metric_type]
+    elif kind == "code":
+        entry["metric"] = "code"
+        if "name" in entry:
+            entry["label"] = entry.pop("name")
+        grader = str(entry.get("grader", ""))
+        module, sep, attr = grader.rpartition(":")
+        if sep and module.endswith(".py") and not Path(module).is_absolute():
+            entry["grader"] = f"{(base_dir / module).resolve()}:{attr}"
+    else:
+        raise ValueError(f"unknown metric type {kind!r}; expected geval, rag, standard or code")
+    return EvaluationMetric.model_validate(entry)
+
+
+def _expected_tools(
+    raw: list[Any] | None, file: str, location: str, warnings: list[str]
+) -> tuple[list[str] | None, list[ToolCall] | None]:
+    """HoloDeck's expected tools: names (for `tools_matched`) and literal-argument calls."""
+    if raw is None:
+        return None, None
+    names, calls = [], []
+    for index, item in enumerate(raw):
+        if isinstance(item, str):
+            names.append(item)
+            continue
+        names.append(item["name"])
+        args = item.get("args") or {}
+        if any(isinstance(value, dict) and {"fuzzy", "regex"} & set(value) for value in args.values()):
+            warnings.append(
+                f"{file}: {location}[{index}].args: fuzzy/regex argument matchers are not checked yet"
+            )
+        elif args:
+            calls.append(ToolCall(name=item["name"], args=args))
+    return names, calls or None
+
+
+def multi_turn_case(
+    raw: dict[str, Any], index: int, specs: list[MetricSpec], file: str, warnings: list[str]
+) -> tuple[Case | None, list[Problem]]:
+    """A HoloDeck case with `turns:` (one session, one exchange per turn)."""
+    location = f"test_cases[{index}]"
+    problems = [
+        Problem(file, f"{location}.{key}", "must not be set when the case has turns")
+        for key in ("input", "ground_truth", "expected_tools", "files", "retrieval_context")
+        if key in raw
+    ]
+    turns, files, expected_names, per_turn_specs = [], [], [], []
+    for number, turn in enumerate(raw.get("turns") or []):
+        where = f"{location}.turns[{number}]"
+        text = turn.get("input")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
+            continue
+        names, calls = _expected_tools(turn.get("expected_tools"), file, f"{where}.expected_tools", warnings)
+        expected_names += names or []
+        for file_index, item in enumerate(turn.get("files") or []):
+            try:
+                files.append(FileInput.model_validate(item))
+            except ValueError as error:
+                problems.append(
+                    Problem(file, f"{where}.files[{file_index}]", str(error).splitlines()[-1].strip())
+                )
+        for metric_index, metric in enumerate(turn.get("evaluations") or []):
+            if isinstance(metric, dict):
+                converted = metric_from_typed(
+                    metric, file, f"{where}.evaluations[{metric_index}]", warnings, Path(file).parent
+                )
+                if converted:
+                    per_turn_specs.append(spec_from_evaluation_metric(converted))
+        turns.append(
+            Turn(
+                turn_id=f"turn_{number + 1}",
+                input=text,
+                expected_response=turn.get("ground_truth"),
+                expected_tool_calls=calls,
+                metadata={k: turn[k] for k in ("turn_config", "retrieval_context") if k in turn},
+            )
+        )
+    if not raw.get("turns"):
+        problems.append(Problem(file, f"{location}.turns", "at least one turn is required"))
+    if len(files) > MAX_FILES_PER_CASE:
+        problems.append(
+            Problem(file, location, f"at most {MAX_FILES_PER_CASE} files per case; got {len(files)}")
+        )
+    if problems:
+        return None, problems
+    name = raw.get("name")
+    return Case(
+        case_id=name or f"test_{index + 1}",
+        name=name,
+        turns=turns,
+        files=files,
+        metrics=[*specs, *per_turn_specs],
+        expected_tools=expected_names or None,
+        source_format="holodeck",
+    ), []
+
+
+def default_judge_model(document: dict[str, Any]) -> LLMProvider | None:
+    """HoloDeck's fallback: the evaluations model, else the agent's own model."""
+    for candidate in ((document.get("evaluations") or {}).get("model"), document.get("model")):
+        if candidate:
+            return LLMProvider.model_validate(candidate)
+    return None

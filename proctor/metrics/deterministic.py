@@ -1,0 +1,175 @@
+"""HoloDeck's deterministic evaluators and code graders: `equality`, `numeric`, `code`."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from proctor.metrics.base import Metric, MetricContext, Score
+
+
+class Equality(Metric):
+    """1 if the final answer equals the expected answer after the chosen normalisations."""
+
+    name = "equality"
+    summary = "The answer equals the expected answer (optionally ignoring case, whitespace, punctuation)."
+
+    case_insensitive: bool = False
+    strip_whitespace: bool = False
+    strip_punctuation: bool = False
+
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return ctx.expected_response is not None
+
+    def _normal(self, text: str) -> str:
+        if self.case_insensitive:
+            text = text.lower()
+        if self.strip_punctuation:
+            text = text.translate(str.maketrans("", "", string.punctuation))
+        if self.strip_whitespace:
+            text = " ".join(text.split())
+        return text
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        equal = self._normal(ctx.final_response) == self._normal(ctx.expected_response or "")
+        return Score(value=float(equal), reason="equal" if equal else "differs from the expected answer")
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d[\d,_\u00a0]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+
+
+def parse_numbers(text: str, *, percent: bool, thousands: bool) -> list[float]:
+    numbers = []
+    for token in _NUMBER.findall(text):
+        is_percent = token.endswith("%")
+        token = token.rstrip("%")
+        if thousands:
+            token = token.replace(",", "").replace("_", "").replace("\u00a0", "")
+        try:
+            value = float(token)
+        except ValueError:
+            continue
+        numbers.append(value / 100 if is_percent and percent else value)
+    return numbers
+
+
+class Numeric(Metric):
+    """1 if a number in the answer is within tolerance of the expected number (HoloDeck `numeric`)."""
+
+    name = "numeric"
+    summary = "A number in the answer is within absolute or relative tolerance of the expected number."
+
+    absolute_tolerance: float = Field(default=1e-6, ge=0)
+    relative_tolerance: float = Field(default=0.0, ge=0)
+    accept_percent: bool = False
+    accept_thousands_separators: bool = False
+
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return ctx.expected_response is not None
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        options = {"percent": self.accept_percent, "thousands": self.accept_thousands_separators}
+        expected = parse_numbers(ctx.expected_response or "", **options)
+        if not expected:
+            raise ValueError(f"the expected answer {ctx.expected_response!r} is not a number")
+        target = expected[0]
+        found = parse_numbers(ctx.final_response, **options)
+        close = [
+            n
+            for n in found
+            if abs(n - target) <= self.absolute_tolerance
+            or abs(n - target) <= self.relative_tolerance * abs(target)
+        ]
+        reason = (
+            f"found {close[0]:g} ≈ {target:g}"
+            if close
+            else f"no number within tolerance of {target:g} in the answer"
+        )
+        return Score(value=float(bool(close)), reason=reason, details={"expected": target, "found": found})
+
+
+@dataclass(frozen=True)
+class GraderContext:
+    """What a code grader sees for one turn (HoloDeck's `GraderContext`)."""
+
+    turn_input: str
+    agent_response: str
+    ground_truth: str | None
+    tool_invocations: tuple[Any, ...]
+    turn_index: int
+    test_case_name: str | None
+    turn_config: dict[str, Any] = field(default_factory=dict)
+    retrieval_context: tuple[str, ...] | None = None
+
+
+class CodeGrader(Metric):
+    """A user's Python callable scores each turn (HoloDeck `type: code`); turn scores are averaged.
+
+    The grader returns a bool, a number in 0..1, or an object/dict with `score` and optionally
+    `passed`, `reason`, `details`.
+    """
+
+    name = "code"
+    summary = "Your Python grader ('module:attr' or 'file.py:attr') scores every turn."
+
+    grader: str
+
+    @field_validator("grader")
+    @classmethod
+    def _importable(cls, grader: str) -> str:
+        from proctor.agents.targets import AgentLoadError, load_target
+
+        try:
+            load_target(grader)
+        except AgentLoadError as error:
+            raise ValueError(str(error).replace("agent target", "grader")) from None
+        return grader
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        from proctor.agents.targets import load_target
+
+        grade = load_target(self.grader)
+        verdicts, reasons = [], []
+        for index, (expected, actual) in enumerate(ctx.paired_turns()):
+            context = GraderContext(
+                turn_input=expected.input,
+                agent_response=(actual.response if actual else None) or "",
+                ground_truth=expected.expected_response,
+                tool_invocations=tuple(actual.tool_calls if actual else ()),
+                turn_index=index,
+                test_case_name=ctx.case.name,
+                turn_config=dict(expected.metadata.get("turn_config") or {}),
+                retrieval_context=tuple(expected.metadata.get("retrieval_context") or ()) or None,
+            )
+            score, passed, reason = _grade(grade(context))
+            verdicts.append((score, passed))
+            if reason:
+                reasons.append(f"turn {index + 1}: {reason}")
+        value = statistics.fmean(score for score, _ in verdicts)
+        labels = [passed for _, passed in verdicts if passed is not None]
+        passed = all(labels) if len(labels) == len(verdicts) else None
+        return Score(value=value, passed=passed, reason="; ".join(reasons), details={"turns": verdicts})
+
+
+def _grade(result: Any) -> tuple[float, bool | None, str]:
+    if isinstance(result, bool):
+        return float(result), result, ""
+    if isinstance(result, int | float):
+        value = float(result)
+        passed, reason = None, ""
+    else:
+        data = result if isinstance(result, dict) else vars(result)
+        value = float(data["score"])
+        passed, reason = data.get("passed"), str(data.get("reason") or "")
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"the grader's score {value} is not in 0..1")
+    return value, passed, reason
+
+
+DETERMINISTIC_METRICS: tuple[type[Metric], ...] = (Equality, Numeric, CodeGrader)
