@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
     run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
     run.add_argument(
+        "--meta",
+        dest="metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only cases whose metadata KEY equals VALUE",
+    )
+    run.add_argument(
         "--no-cache",
         dest="judge_cache",
         action="store_false",
@@ -152,6 +160,11 @@ def _run(args: argparse.Namespace) -> int:
     from proctor.loaders import Problem, SuiteError, discover, slug
 
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
+    bad_meta = [item for item in args.metadata if "=" not in item]
+    if bad_meta:
+        _print_problems(ValueError(f"--meta expects KEY=VALUE; got {', '.join(bad_meta)}"))
+        return EXIT_BAD_INPUT
+    fields["metadata"] = dict(item.split("=", 1) for item in args.metadata)
     planned, problems = [], []
     for path in discover(args.suite):
         try:

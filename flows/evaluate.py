@@ -51,6 +51,9 @@ class EvaluationRequest(BaseModel):
     judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
     tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
     cases: list[str] = Field(default_factory=list, description="Run only these case ids")
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="Run only cases whose metadata has these values (key: value)"
+    )
 
 
 class RunSummary(BaseModel):
@@ -72,8 +75,17 @@ class RunSummary(BaseModel):
         return self.status is RunStatus.COMPLETED and self.failed == 0
 
 
-def select_cases(suite: Suite, tags: list[str], case_ids: list[str]) -> list[Case]:
+def select_cases(
+    suite: Suite, tags: list[str], case_ids: list[str], metadata: dict[str, str] | None = None
+) -> list[Case]:
+    """Cases with any of the tags, among the ids, and with every metadata value (compared as text)."""
     cases = suite.cases
+    if metadata:
+        cases = [
+            case
+            for case in cases
+            if all(str(case.metadata.get(key)) == value for key, value in metadata.items())
+        ]
     if tags:
         wanted = set(tags)
         cases = [case for case in cases if wanted & set(case.tags)]
@@ -83,7 +95,7 @@ def select_cases(suite: Suite, tags: list[str], case_ids: list[str]) -> list[Cas
             raise SuiteError([Problem(suite.path, "", f"no case with id {', '.join(map(repr, unknown))}")])
         cases = [case for case in cases if case.case_id in set(case_ids)]
     if not cases:
-        raise SuiteError([Problem(suite.path, "", "no case matches the selection (--tag / --case)")])
+        raise SuiteError([Problem(suite.path, "", "no case matches the selection (--tag / --case / --meta)")])
     return cases
 
 
@@ -107,7 +119,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
             ]
         )
     load_target(agent)
-    cases = select_cases(suite, request.tags, request.cases)
+    cases = select_cases(suite, request.tags, request.cases, request.metadata)
     check_judge_credentials(suite, cases)
     return suite, cases, agent
 

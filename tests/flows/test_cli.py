@@ -185,3 +185,23 @@ def test_a_folder_runs_every_suite(tmp_path: Path, sqlite_url: str, capsys) -> N
     )
     assert code == EXIT_FAILED  # the agent calls no tools
     assert len(list((tmp_path / "reports").glob("*/report.md"))) == 2
+
+
+def test_cases_can_be_selected_by_metadata(tmp_path: Path) -> None:
+    from flows.evaluate import select_cases
+    from proctor.loaders import load_suite
+
+    suite = load_suite(EXAMPLE_SUITE)
+    tagged = suite.model_copy(
+        update={
+            "cases": [
+                case.model_copy(update={"metadata": {"team": "geo" if i % 2 else "core"}})
+                for i, case in enumerate(suite.cases)
+            ]
+        }
+    )
+    assert [c.case_id for c in select_cases(tagged, [], [], {"team": "geo"})] == [
+        "paris_conversation",
+        "greeting",
+    ]
+    assert main(["run", str(EXAMPLE_SUITE), "--meta", "team"]) == EXIT_BAD_INPUT
