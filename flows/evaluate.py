@@ -20,10 +20,10 @@ from models.case import Case, Suite
 from models.tables import EvalRun, RunStatus
 from proctor import __version__
 from proctor.agents import load_target
+from proctor.agents.targets import resolve_relative_target
 from proctor.chunking import auto_chunk_size, chunked
 from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
-from proctor.loaders.suite import resolve_target
 from proctor.metrics import REGISTRY
 from proctor.pipeline import CaseWork, RunSettings, release_runtime
 from proctor.reporting.reports import environment_info
@@ -109,7 +109,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     if request.agent:
         agent = request.agent
     elif suite.agent:
-        agent = resolve_target(suite.agent, Path(suite.path).parent)
+        agent = resolve_relative_target(suite.agent, Path(suite.path).parent)
     else:
         raise SuiteError(
             [

@@ -21,9 +21,48 @@ class AgentLoadError(ValueError):
     """The agent target cannot be imported or is not callable."""
 
 
+def resolve_relative_target(target: str, base_dir: Path) -> str:
+    """`file.py:attr` and `openai:`/`http:` config files resolve against `base_dir`."""
+    kind, sep, rest = target.partition(":")
+    if sep and kind in CONFIGURED_AGENTS and not Path(rest).is_absolute():
+        return f"{kind}:{(base_dir / rest).resolve()}"
+    module, sep, attr = target.rpartition(":")
+    if sep and module.endswith(".py") and not Path(module).is_absolute():
+        return f"{(base_dir / module).resolve()}:{attr}"
+    return target
+
+
+def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
+    from pydantic import ValidationError
+
+    path = Path(config)
+    if not path.is_file():
+        raise AgentLoadError(f"agent target '{kind}:{config}': config file {path} not found")
+    try:
+        if kind == "openai":
+            from proctor.agents.openai_agent import load_openai_agent
+
+            return load_openai_agent(path)
+        from proctor.agents.http_agent import load_http_agent
+
+        return load_http_agent(path)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise AgentLoadError(f"agent config {path}: {problems}") from None
+    except Exception as error:  # credentials, unreadable instructions, bad YAML
+        raise AgentLoadError(f"agent config {path}: {error}") from None
+
+
+CONFIGURED_AGENTS = ("openai", "http")
+
+
 @lru_cache(maxsize=64)
 def load_target(target: str) -> Callable[..., Any]:
-    """Import the callable a target names; errors say what was tried."""
+    """The callable a target names: `module:attr`, `file.py:attr`, `openai:agent.yaml` or
+    `http:endpoint.yaml`; errors say what was tried."""
+    kind, sep, rest = target.partition(":")
+    if sep and kind in CONFIGURED_AGENTS:
+        return _configured_agent(kind, rest)
     module_ref, sep, attr = target.rpartition(":")
     if not sep or not module_ref or not attr:
         raise AgentLoadError(

@@ -17,6 +17,7 @@ from typing import Any
 from models.agentflow import ToolCall
 from models.case import Case, MetricSpec, Turn
 from models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
+from proctor.agents.targets import resolve_relative_target
 from proctor.loaders.errors import Problem
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
 
@@ -103,10 +104,7 @@ def metric_from_typed(
         entry["metric"] = "code"
         if "name" in entry:
             entry["label"] = entry.pop("name")
-        grader = str(entry.get("grader", ""))
-        module, sep, attr = grader.rpartition(":")
-        if sep and module.endswith(".py") and not Path(module).is_absolute():
-            entry["grader"] = f"{(base_dir / module).resolve()}:{attr}"
+        entry["grader"] = resolve_relative_target(str(entry.get("grader", "")), base_dir)
     else:
         raise ValueError(f"unknown metric type {kind!r}; expected geval, rag, standard or code")
     return EvaluationMetric.model_validate(entry)

@@ -90,14 +90,6 @@ def detect_format(path: Path, document: Any) -> str:
     )
 
 
-def resolve_target(target: str, base_dir: Path) -> str:
-    """`agent.py:attr` is resolved against the suite's folder; `pkg.module:attr` is kept."""
-    module, sep, attr = target.rpartition(":")
-    if sep and module.endswith(".py") and not Path(module).is_absolute():
-        return f"{(base_dir / module).resolve()}:{attr}"
-    return target
-
-
 def _eval_config_for(
     path: Path, metadata: dict[str, Any], config_path: Path | None, default: EvalConfig | None = None
 ) -> tuple[EvalConfig, str, bool]:
@@ -336,11 +328,17 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
     problems += _duplicate_ids(str(path), cases, "test_cases")
     if problems:
         raise SuiteError(problems)
-    warnings += [
-        f"{path}: '{field}' defines the agent; it is not used yet, so pass --agent"
-        for field in HOLODECK_AGENT_FIELDS
-        if field in document
-    ]
+    agent = None
+    if document.get("model") and document.get("instructions") is not None:
+        agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop
+        for index, tool in enumerate(document.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("type", "function") != "function":
+                warnings.append(
+                    f"{path}: tools[{index}] is a {tool.get('type')!r} tool, which is not run yet; "
+                    "give it canned results in the cases' metadata.tool_results"
+                )
+    elif any(field in document for field in HOLODECK_AGENT_FIELDS):
+        warnings.append(f"{path}: the agent needs both 'model' and 'instructions' to run; pass --agent")
     name = str(document.get("name") or path.parent.name)
     return Suite(
         suite_id=name,
@@ -349,6 +347,7 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
         path=str(path),
         source_format="holodeck",
         cases=cases,
+        agent=agent,
         warnings=warnings,
     )
 

@@ -95,7 +95,7 @@ evaluations:
     assert hours.expected_tools == ["get_hours"] and hours.ground_truth == "9 to 5"
     assert [s.name for s in hours.metrics] == ["contains"] and len(other.metrics) == 2
     assert hours.metrics[0].args == {"values": ["9"]} and hours.metrics[0].model.name == "gpt-4o-mini"
-    assert any("'model' defines the agent" in warning for warning in suite.warnings)
+    assert any("needs both 'model' and 'instructions'" in warning for warning in suite.warnings)
 
 
 @pytest.mark.parametrize("wrapped", [True, False])

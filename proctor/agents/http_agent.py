@@ -1,0 +1,132 @@
+"""An agent behind an HTTP endpoint: each turn is a POST of JSON, the answer read from the reply.
+
+Configured in YAML (`--agent http:endpoint.yaml`):
+
+    url: http://127.0.0.1:8000/chat
+    headers: {Authorization: "Bearer ${AGENT_TOKEN}"}   # values from the environment
+    request:                                             # a Jinja2 template per JSON value
+      message: "{{ input }}"
+      session: "{{ thread_id }}"
+    response: {answer: output.text, tool_calls: output.tools, usage: usage}   # dotted paths
+    timeout_s: 60
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field
+
+from proctor.agents.protocol import AgentRequest, AgentResponse
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_templates = SandboxedEnvironment(autoescape=False)
+
+
+class ResponsePaths(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = "answer"
+    tool_calls: str | None = None
+    usage: str | None = None
+
+
+class HttpAgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    request: dict[str, Any] = Field(
+        default_factory=lambda: {"input": "{{ input }}", "thread_id": "{{ thread_id }}"}
+    )
+    response: ResponsePaths = Field(default_factory=ResponsePaths)
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class HttpAgentError(RuntimeError):
+    pass
+
+
+def _env(value: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) not in os.environ:
+            raise HttpAgentError(f"environment variable {match.group(1)} is not set")
+        return os.environ[match.group(1)]
+
+    return _ENV.sub(replace, value)
+
+
+def _render(template: Any, variables: dict[str, Any]) -> Any:
+    if isinstance(template, dict):
+        return {key: _render(value, variables) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_render(value, variables) for value in template]
+    if isinstance(template, str):
+        whole = re.fullmatch(r"\{\{\s*(\w+)\s*\}\}", template)
+        if whole and whole.group(1) in variables:  # keep lists and dicts as JSON, not text
+            return variables[whole.group(1)]
+        return _templates.from_string(template).render(**variables)
+    return template
+
+
+def _path(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if isinstance(data, list) and part.isdigit():
+            data = data[int(part)]
+        elif isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            raise HttpAgentError(f"the reply has no {dotted!r} (stopped at {part!r})")
+    return data
+
+
+class HttpAgent:
+    def __init__(self, config: HttpAgentConfig) -> None:
+        self.config = config
+
+    async def __call__(self, request: AgentRequest) -> AgentResponse:
+        variables = {
+            "input": request.input,
+            "thread_id": request.thread_id,
+            "case_id": request.case_id,
+            "turn_id": request.turn_id,
+            "history": request.history,
+            "files": request.files_markdown,
+            "config": request.config,
+            "state": request.state,
+            "metadata": request.metadata,
+        }
+        headers = {name: _env(value) for name, value in self.config.headers.items()}
+        async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
+            reply = await client.post(
+                self.config.url, json=_render(self.config.request, variables), headers=headers
+            )
+        if reply.status_code >= 400:
+            raise HttpAgentError(f"{self.config.url} answered HTTP {reply.status_code}: {reply.text[:200]}")
+        try:
+            data = reply.json()
+        except ValueError:
+            raise HttpAgentError(f"{self.config.url} answered with something that is not JSON") from None
+        paths = self.config.response
+        answer = _path(data, paths.answer)
+        if not isinstance(answer, str):
+            raise HttpAgentError(f"the reply's {paths.answer!r} is a {type(answer).__name__}, not text")
+        raw_calls = _path(data, paths.tool_calls) if paths.tool_calls else []
+        for call in raw_calls or []:
+            request.record_tool_call(
+                call.get("name", "?"), call.get("args") or call.get("arguments") or {}, call.get("result")
+            )
+        if paths.usage:
+            usage = _path(data, paths.usage) or {}
+            request.record_usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+        return AgentResponse(answer=answer)
+
+
+def load_http_agent(config_path: Path) -> HttpAgent:
+    return HttpAgent(HttpAgentConfig.model_validate(yaml.safe_load(config_path.read_text(encoding="utf-8"))))

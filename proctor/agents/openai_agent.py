@@ -1,0 +1,149 @@
+"""An agent defined in configuration: a model behind any OpenAI-compatible endpoint, its
+instructions and its tools, with Proctor running the tool loop and recording every call.
+
+This is how a HoloDeck `agent.yaml` (model, instructions inline or `file:`, tools) runs:
+`--agent openai:agent.yaml`, or nothing at all for an agent.yaml that defines its agent.
+A tool is implemented by a Python callable (`function: module:attr` or `file.py:attr`) or
+answered with canned results from the case (`metadata.tool_results.<tool name>`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import openai
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from models.holodeck import LLMProvider
+from proctor.agents.protocol import AgentRequest, AgentResponse
+from proctor.judges.credentials import resolve_api_key, resolve_base_url
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call: its JSON-schema signature and how it is answered."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    function: str | None = None
+
+
+class OpenAIAgentConfig(BaseModel):
+    """The agent half of a HoloDeck agent.yaml (other keys are ignored here)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = "agent"
+    model: LLMProvider
+    instructions: str | dict[str, str] = ""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    max_tool_rounds: int = Field(default=8, ge=1, le=50)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_list(cls, value: Any) -> Any:
+        return value or []
+
+
+class ToolLoopError(RuntimeError):
+    pass
+
+
+class OpenAIToolAgent:
+    """Calls the model, runs the tools it asks for, and repeats until it answers."""
+
+    def __init__(self, config: OpenAIAgentConfig, base_dir: Path) -> None:
+        from proctor.agents.targets import resolve_relative_target
+
+        self.config = config
+        self.instructions = self._instructions(config.instructions, base_dir)
+        self.implementations = {
+            tool.name: resolve_relative_target(tool.function, base_dir)
+            for tool in config.tools
+            if tool.function
+        }
+        self.client = openai.AsyncOpenAI(
+            base_url=resolve_base_url(config.model),
+            api_key=resolve_api_key(config.model),
+            max_retries=2,
+        )
+
+    @staticmethod
+    def _instructions(value: str | dict[str, str], base_dir: Path) -> str:
+        if isinstance(value, dict):
+            return (base_dir / value["file"]).read_text(encoding="utf-8")
+        return value
+
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in self.config.tools
+        ]
+
+    async def _run_tool(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
+        canned = (request.metadata.get("tool_results") or {}).get(name)
+        if name in self.implementations:
+            from proctor.agents.targets import load_target
+
+            result = load_target(self.implementations[name])(**args)
+            return await result if hasattr(result, "__await__") else result
+        if canned is not None:
+            return canned
+        raise ToolLoopError(f"the model called {name!r}, which has no implementation and no canned result")
+
+    async def __call__(self, request: AgentRequest) -> AgentResponse:
+        messages: list[dict[str, Any]] = []
+        if self.instructions:
+            messages.append({"role": "system", "content": self.instructions})
+        messages += request.history
+        user = request.input
+        if request.files:
+            user += "\n\nAttached files:\n\n" + request.files_markdown
+        messages.append({"role": "user", "content": user})
+        model = self.config.model
+        for _ in range(self.config.max_tool_rounds):
+            completion = await self.client.chat.completions.create(
+                model=model.name,
+                messages=messages,  # type: ignore[arg-type]
+                tools=self._tool_schemas() or openai.NOT_GIVEN,  # type: ignore[arg-type]
+                temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
+                max_tokens=model.max_tokens or openai.NOT_GIVEN,
+            )
+            if completion.usage:  # recorded as it comes, so a later failure keeps it
+                request.record_usage(completion.usage.prompt_tokens, completion.usage.completion_tokens)
+            if not completion.choices:
+                raise ToolLoopError("the model returned no choices")
+            message = completion.choices[0].message
+            if not message.tool_calls:
+                return AgentResponse(answer=message.content or "")
+            messages.append(message.model_dump(exclude_none=True))
+            for tool_call in message.tool_calls:
+                try:
+                    args = json.loads(tool_call.function.arguments or "{}")
+                except json.JSONDecodeError as error:
+                    raise ToolLoopError(
+                        f"the model sent invalid JSON arguments for {tool_call.function.name}"
+                    ) from error
+                result = await self._run_tool(tool_call.function.name, args, request)
+                request.record_tool_call(tool_call.function.name, args, result)
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": tool_call.id,
+                        "content": result if isinstance(result, str) else json.dumps(result, default=str),
+                    }
+                )
+        raise ToolLoopError(f"no answer after {self.config.max_tool_rounds} tool rounds")
+
+
+def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
+    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent)
