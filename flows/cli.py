@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
     run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
     run.add_argument(
+        "--variant",
+        dest="variant_args",
+        action="append",
+        default=[],
+        metavar="NAME=TARGET",
+        help="an agent variant to compare (repeat); each runs the whole suite",
+    )
+    run.add_argument(
         "--meta",
         dest="metadata",
         action="append",
@@ -126,7 +134,8 @@ def _summary_table(summary: Any, database_url: str) -> None:
         run = session.get(EvalRun, summary.run_id)
         stats = metric_stats(session=session, run_id=summary.run_id)
         rows = case_rows(session=session, run=run, limit=20)
-    metrics = Table(title=f"{summary.suite_name}: metrics", title_justify="left")
+    label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
+    metrics = Table(title=f"{label}: metrics", title_justify="left")
     for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
         metrics.add_column(column, justify="left" if column == "metric" else "right")
     for name, stat in stats.items():
@@ -165,6 +174,13 @@ def _run(args: argparse.Namespace) -> int:
         _print_problems(ValueError(f"--meta expects KEY=VALUE; got {', '.join(bad_meta)}"))
         return EXIT_BAD_INPUT
     fields["metadata"] = dict(item.split("=", 1) for item in args.metadata)
+    bad_variants = [item for item in args.variant_args if "=" not in item]
+    if bad_variants:
+        _print_problems(ValueError(f"--variant expects NAME=TARGET; got {', '.join(bad_variants)}"))
+        return EXIT_BAD_INPUT
+    fields["variants"] = [
+        {"name": name, "agent": target} for name, target in (item.split("=", 1) for item in args.variant_args)
+    ]
     planned, problems = [], []
     for path in discover(args.suite):
         try:
@@ -218,7 +234,14 @@ def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         return EXIT_ERROR
     finally:
         unsubscribe()
-    _summary_table(summary, request.database_url or default_database_url())
+    for run in summary.variants or [summary]:
+        _summary_table(run, request.database_url or default_database_url())
+    if summary.variants:
+        from rich.console import Console
+
+        where = f"{summary.comparison_dir}/comparison.md"
+        best = f"[bold]best variant: {summary.best_variant}[/]"
+        Console().print(f"{best} · comparison: {where}", highlight=False)
     return EXIT_PASSED if summary.all_passed else EXIT_FAILED
 
 

@@ -11,6 +11,7 @@ import math
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
@@ -29,10 +30,18 @@ from proctor.pipeline import CaseWork, RunSettings, release_runtime
 from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, redact_url
 from tasks.persist import finalize_run, open_run
-from tasks.report import publish_artifacts, render_reports_task
+from tasks.report import publish_artifacts, render_reports_task, write_comparison_task
 from tasks.stages import Chunk, run_chunk
 
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
+
+
+class VariantSpec(BaseModel):
+    """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
+
+    name: str = Field(min_length=1)
+    agent: str = Field(description="Agent target, as for `agent`")
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvaluationRequest(BaseModel):
@@ -49,6 +58,9 @@ class EvaluationRequest(BaseModel):
     chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
     agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
     judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
+    variants: list[VariantSpec] = Field(
+        default_factory=list, description="Agent variants to run over the same suite and compare"
+    )
     tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
     cases: list[str] = Field(default_factory=list, description="Run only these case ids")
     metadata: dict[str, str] = Field(
@@ -58,6 +70,7 @@ class EvaluationRequest(BaseModel):
 
 class RunSummary(BaseModel):
     run_id: uuid.UUID
+    variant: str | None = None
     suite_name: str
     status: RunStatus
     total: int
@@ -69,10 +82,14 @@ class RunSummary(BaseModel):
     report_dir: str | None
     database: str
     error: str | None = None
+    variants: list[RunSummary] = Field(default_factory=list)
+    best_variant: str | None = None
+    comparison_dir: str | None = None
 
     @property
     def all_passed(self) -> bool:
-        return self.status is RunStatus.COMPLETED and self.failed == 0
+        runs = self.variants or [self]
+        return all(run.status is RunStatus.COMPLETED and run.failed == 0 for run in runs)
 
 
 def select_cases(
@@ -119,6 +136,11 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
             ]
         )
     load_target(agent)
+    names = [variant.name for variant in request.variants]
+    if len(set(names)) != len(names):
+        raise SuiteError([Problem(suite.path, "variants", f"variant names must be unique; got {names}")])
+    for variant in request.variants:
+        load_target(variant.agent)
     cases = select_cases(suite, request.tags, request.cases, request.metadata)
     check_judge_credentials(suite, cases)
     return suite, cases, agent
@@ -151,11 +173,39 @@ def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
 
 @flow(name="proctor-evaluate", log_prints=False)
 async def evaluate(request: EvaluationRequest) -> RunSummary:
-    """Evaluate one suite with one agent; every case is stored as soon as it is done."""
+    """Evaluate one suite with one agent, or with each variant in turn and compare them."""
     logger = get_run_logger()
     suite, cases, agent = prepare(request)
     for warning in suite.warnings:
         logger.warning(warning)
+    if not request.variants:
+        report_dir = Path(request.report_dir) if request.report_dir else None
+        return await run_suite(request, suite, cases, agent, None, report_dir)
+    base = Path(request.report_dir) if request.report_dir else default_report_dir(suite, uuid.uuid4()).parent
+    runs = [
+        await run_suite(request, suite, cases, variant.agent, variant, base / slug(variant.name))
+        for variant in request.variants
+    ]
+    comparison = await write_comparison_task(
+        request.database_url or default_database_url(), [run.run_id for run in runs], str(base)
+    )
+    best = next(run for run in runs if run.variant == comparison.best)
+    logger.info("variants compared: best is %s", comparison.best)
+    return best.model_copy(
+        update={"variants": runs, "best_variant": comparison.best, "comparison_dir": str(base)}
+    )
+
+
+async def run_suite(
+    request: EvaluationRequest,
+    suite: Suite,
+    cases: list[Case],
+    agent: str,
+    variant: VariantSpec | None,
+    report_dir: Path | None,
+) -> RunSummary:
+    """One run: one agent over the selected cases; every case is stored as soon as it is done."""
+    logger = get_run_logger()
     database_url = request.database_url or default_database_url()
     run_id = open_run(
         database_url=database_url,
@@ -164,7 +214,8 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
             suite_name=suite.name,
             suite_path=suite.path,
             source_format=suite.source_format,
-            agent=request.agent or suite.agent or agent,
+            agent=variant.agent if variant else request.agent or suite.agent or agent,
+            variant=variant.name if variant else None,
             config=request.model_dump(mode="json", exclude={"database_url"})
             | {"metrics": sorted({spec.name for case in cases for spec in case.metrics})},
             environment=environment_info(),
@@ -205,11 +256,12 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     run = await finalize_run(
         database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
     )
-    report_dir = Path(request.report_dir) if request.report_dir else default_report_dir(suite, run_id)
+    report_dir = report_dir or default_report_dir(suite, run_id)
     await render_reports_task(database_url, run_id, str(report_dir))
     await publish_artifacts(database_url, run_id, str(report_dir))
     summary = RunSummary(
         run_id=run_id,
+        variant=variant.name if variant else None,
         suite_name=suite.name,
         status=run.status,
         total=run.total_cases,

@@ -47,6 +47,7 @@ class EvalRun(SQLModel, table=True):
     suite_path: str
     source_format: str
     agent: str = Field(index=True)
+    variant: str | None = None
     status: RunStatus = Field(default=RunStatus.RUNNING, index=True)
     started_at: datetime = _timestamp()
     finished_at: datetime | None = _timestamp(nullable=True)

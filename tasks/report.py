@@ -15,6 +15,7 @@ from sqlmodel import Session
 from models.tables import EvalRun
 from proctor.loaders import slug
 from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
+from proctor.reporting.comparison import Comparison, write_comparison
 from proctor.storage import get_engine
 
 
@@ -27,6 +28,19 @@ def render_reports(*, database_url: str, run_id: uuid.UUID, directory: Path) -> 
         session.add(run)
         session.commit()
         return files
+
+
+def write_comparison_files(*, database_url: str, run_ids: list[uuid.UUID], directory: Path) -> Comparison:
+    with Session(get_engine(database_url)) as session:
+        return write_comparison(session=session, run_ids=run_ids, directory=directory)
+
+
+@task(name="compare-variants", cache_policy=NONE)
+async def write_comparison_task(database_url: str, run_ids: list[uuid.UUID], directory: str) -> Comparison:
+    """Variant comparison as Markdown, HTML and CSV; names the best variant."""
+    return await asyncio.to_thread(
+        write_comparison_files, database_url=database_url, run_ids=run_ids, directory=Path(directory)
+    )
 
 
 @task(name="render-reports", cache_policy=NONE)

@@ -1,0 +1,48 @@
+"""Agent variants over the same suite, compared side by side."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from flows.cli import EXIT_FAILED, main
+from tests.conftest import EXAMPLE_SUITE, ROOT
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+SHY_AGENT = "def agent(request):\n    return 'I would rather not say <b>anything</b>.'\n"
+
+
+def test_variants_run_the_suite_and_the_best_is_named(tmp_path: Path, sqlite_url: str, capsys) -> None:
+    (tmp_path / "shy.py").write_text(SHY_AGENT)
+    weather = f"{ROOT / 'examples' / 'weather' / 'agent.py'}:weather_agent"
+    code = main(
+        [
+            "run",
+            str(EXAMPLE_SUITE),
+            "--db",
+            sqlite_url,
+            "--output",
+            str(tmp_path / "out"),
+            "--no-progress",
+            "--variant",
+            f"weather={weather}",
+            "--variant",
+            f"shy<script>={tmp_path / 'shy.py'}:agent",
+        ]
+    )
+    assert code == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "best variant: weather" in out
+    rows = list(csv.DictReader((tmp_path / "out" / "comparison.csv").open()))
+    assert [(r["variant"], r["passed"], r["best"]) for r in rows] == [
+        ("weather", "4", "True"),
+        ("shy<script>", "0", "False"),
+    ]
+    assert float(rows[0]["pass_rate"]) == 80.0 and float(rows[0]["mean_agent_ms"]) >= 0
+    html = (tmp_path / "out" / "comparison.html").read_text()
+    assert "shy&lt;script&gt;" in html and "<script>" not in html
+    assert "**weather**" in (tmp_path / "out" / "comparison.md").read_text()
+    assert (tmp_path / "out" / "weather" / "report.md").exists()
