@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 class MessageContent(BaseModel):
     """One message: a role and either plain text or structured parts."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
+
     role: str
     content: str | list[dict[str, Any]]
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -40,6 +42,8 @@ class MessageContent(BaseModel):
 
 class ToolCall(BaseModel):
     """An expected or actual tool call."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
 
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
@@ -102,6 +106,8 @@ class TrajectoryStep(BaseModel):
 class SessionInput(BaseModel):
     """How the agent's session starts: thread id, configuration and initial state."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
+
     thread_id: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     initial_state: dict[str, Any] = Field(default_factory=dict)
@@ -109,6 +115,8 @@ class SessionInput(BaseModel):
 
 class Invocation(BaseModel):
     """One turn: the user's message and what the agent is expected to do with it."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
 
     invocation_id: str
     user_content: MessageContent
@@ -120,6 +128,8 @@ class Invocation(BaseModel):
 
 class EvalCase(BaseModel):
     """One test scenario: a conversation of one or more turns."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
 
     eval_id: str
     name: str = ""
@@ -139,20 +149,23 @@ class EvalCase(BaseModel):
 class EvalSet(BaseModel):
     """A collection of evaluation cases, usually stored as `<name>.evalset.json`."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
+
     eval_set_id: str
     name: str = ""
     description: str = ""
     eval_cases: list[EvalCase] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _unique_case_ids(self) -> EvalSet:
+    @field_validator("eval_cases")
+    @classmethod
+    def _unique_case_ids(cls, cases: list[EvalCase]) -> list[EvalCase]:
         seen: set[str] = set()
-        for case in self.eval_cases:
+        for case in cases:
             if case.eval_id in seen:
                 raise ValueError(f"duplicate eval_id {case.eval_id!r}: case ids must be unique")
             seen.add(case.eval_id)
-        return self
+        return cases
 
     @classmethod
     def load(cls, path: str | Path) -> EvalSet:

@@ -116,11 +116,15 @@ def _expected_tools(
     """HoloDeck's expected tools: names (for `tools_matched`) and literal-argument calls."""
     if raw is None:
         return None, None
+    if not isinstance(raw, list):
+        raise ValueError(f"expected a list of tool names or {{name, args}}; found {raw!r}")
     names, calls = [], []
     for index, item in enumerate(raw):
         if isinstance(item, str):
             names.append(item)
             continue
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ValueError(f"entry {index} needs a tool 'name'; found {item!r}")
         names.append(item["name"])
         args = item.get("args") or {}
         if any(isinstance(value, dict) and {"fuzzy", "regex"} & set(value) for value in args.values()):
@@ -145,11 +149,20 @@ def multi_turn_case(
     turns, files, expected_names, per_turn_specs = [], [], [], []
     for number, turn in enumerate(raw.get("turns") or []):
         where = f"{location}.turns[{number}]"
+        if not isinstance(turn, dict):
+            problems.append(Problem(file, where, f"expected a mapping with input; found {turn!r}"))
+            continue
         text = turn.get("input")
         if not isinstance(text, str) or not text.strip():
             problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
             continue
-        names, calls = _expected_tools(turn.get("expected_tools"), file, f"{where}.expected_tools", warnings)
+        try:
+            names, calls = _expected_tools(
+                turn.get("expected_tools"), file, f"{where}.expected_tools", warnings
+            )
+        except ValueError as error:
+            problems.append(Problem(file, f"{where}.expected_tools", str(error)))
+            continue
         expected_names += names or []
         for file_index, item in enumerate(turn.get("files") or []):
             try:
@@ -196,7 +209,9 @@ def multi_turn_case(
 
 def default_judge_model(document: dict[str, Any]) -> LLMProvider | None:
     """HoloDeck's fallback: the evaluations model, else the agent's own model."""
-    for candidate in ((document.get("evaluations") or {}).get("model"), document.get("model")):
+    evaluations = document.get("evaluations")
+    block = evaluations if isinstance(evaluations, dict) else {}
+    for candidate in (block.get("model"), document.get("model")):
         if candidate:
             return LLMProvider.model_validate(candidate)
     return None

@@ -145,7 +145,8 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
                 "was skipped; pass --config to choose criteria"
             )
     specs = specs_from_eval_config(config)
-    problems = _check([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    prefix = "metadata.eval_config." if config_source == str(path) else ""
+    problems = _check([(config_source, f"{prefix}criteria.{spec.name}", spec) for spec in specs])
     for index, eval_case in enumerate(evalset.eval_cases):
         if not eval_case.conversation:
             problems.append(
@@ -241,6 +242,9 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
     warnings: list[str] = []
     document = holodeck.substitute_env(document, problems, str(path))
     evaluations = document.get("evaluations") or None
+    if evaluations is not None and not isinstance(evaluations, dict):
+        problems.append(Problem(str(path), "evaluations", "expected a mapping with model and metrics"))
+        evaluations = None
     metrics: list[EvaluationMetric] = []
     default_model = None
     if evaluations is not None:
@@ -310,9 +314,13 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
             continue
         extras = {key: raw.pop(key) for key in ("turn_config", "retrieval_context") if key in raw}
         tool_entries = raw.get("expected_tools")
-        names, calls = holodeck._expected_tools(
-            tool_entries, str(path), f"test_cases[{index}].expected_tools", warnings
-        )
+        try:
+            names, calls = holodeck._expected_tools(
+                tool_entries, str(path), f"test_cases[{index}].expected_tools", warnings
+            )
+        except ValueError as error:
+            problems.append(Problem(str(path), f"test_cases[{index}].expected_tools", str(error)))
+            continue
         raw["expected_tools"] = names
         raw["evaluations"] = None
         try:
@@ -394,6 +402,10 @@ def _load_vanna(path: Path, document: Any) -> Suite:
         else {"test_cases": document}
     )
     prefix = "dataset.test_cases" if wrapped else "test_cases"
+    if not isinstance(body, dict):
+        raise SuiteError(
+            [Problem(str(path), "dataset", "expected a mapping with name, evaluators and test_cases")]
+        )
     evaluators, problems = _vanna_evaluators(path, body, prefix)
     cases: list[Case] = []
     for index, raw in enumerate(body.get("test_cases") or []):
