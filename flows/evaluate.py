@@ -150,6 +150,11 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
     """A judged metric without an API key is a configuration error, found before the run."""
     problems = []
     seen: set[int] = set()
+    if any("user_simulator" in case.metadata or "conversation_scenario" in case.metadata for case in cases):
+        try:
+            resolve_api_key(None)
+        except CredentialError as error:
+            problems.append(Problem(suite.path, "user simulator", str(error)))
     for case in cases:
         for spec in case.metrics:
             if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":

@@ -63,6 +63,7 @@ class AgentTurn(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     latency_ms: float = Field(default=0.0, ge=0.0)
     error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class ScoredMetric(MetricResult):

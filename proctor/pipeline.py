@@ -14,17 +14,20 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from models.case import Case, MetricSpec
+from models.holodeck import LLMProvider
 from models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor import progress
 from proctor.agents import AgentInvoker, AgentRequest, load_target
 from proctor.files import process_file
-from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
+from proctor.judges import Judge, JudgeCache, JudgeClient, Usage, resolve_api_key, resolve_base_url
 from proctor.metrics import REGISTRY, BoundMetric, MetricContext, score_case
 from proctor.metrics.tools import tools_matched
+from proctor.simulator import SimulationPlan, next_user_turn
 from proctor.storage import get_engine, get_writer
 from proctor.storage.writer import ResultWriter
 
@@ -81,6 +84,12 @@ class Runtime:
     @property
     def _judge_cache(self) -> JudgeCache | None:
         return JudgeCache(self.writer.engine) if self.settings.judge_cache else None
+
+    def simulator(self, model: str) -> Judge:
+        """The model playing the user, through the same client and cache as judges."""
+        return self._judge_for(
+            MetricSpec(name="user_simulator", model=LLMProvider(name=model), timeout_ms=120_000)
+        )
 
     def _judge_for(self, spec: MetricSpec) -> Judge:
         """The judge a spec names (its model, else the default), sharing one client per endpoint."""
@@ -178,54 +187,98 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
 
 
 # -- stage 2: agent ---------------------------------------------------------------------
-async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
+async def _agent_turn(
+    work: CaseWork,
+    runtime: Runtime,
+    turn_id: str,
+    text: str,
+    history: list[dict[str, str]],
+    state: dict[str, Any],
+) -> AgentTurn:
+    """One exchange with the agent; a failure is recorded on the turn and the case."""
     case, outcome = work.case, work.outcome
-    thread_id = case.session.thread_id or f"{runtime.settings.run_id}:{case.case_id}"
+    request = AgentRequest(
+        case_id=case.case_id,
+        turn_id=turn_id,
+        input=text,
+        thread_id=case.session.thread_id or f"{runtime.settings.run_id}:{case.case_id}",
+        history=list(history),
+        files=outcome.processed_files,
+        config=dict(case.session.config),
+        state=state,
+        metadata=case.metadata,
+    )
+    started = time.perf_counter()
+    try:
+        response = await runtime.invoker.invoke(request)
+    except Exception as error:  # every way an agent can fail is recorded, never raised
+        message = str(error) if str(error) else type(error).__name__
+        turn = AgentTurn(
+            turn_id=turn_id,
+            input=text,
+            tool_calls=request.recorded_tool_calls,
+            usage=request.recorded_usage,
+            latency_ms=_elapsed_ms(started),
+            error=message,
+        )
+        outcome.errors.append(f"agent failed on turn {turn_id}: {message}")
+    else:
+        turn = AgentTurn(
+            turn_id=turn_id,
+            input=text,
+            response=response.answer,
+            tool_calls=response.tool_calls,
+            usage=response.usage,
+            latency_ms=_elapsed_ms(started),
+        )
+        history += [{"role": "user", "content": text}, {"role": "assistant", "content": response.answer}]
+    outcome.turns.append(turn)
+    return turn
+
+
+async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
+    """The case's turns in order, in one session; a simulated user's conversation if it has one."""
+    plan = SimulationPlan.for_case(work.case.metadata)
+    if plan is not None:
+        await _simulate(work, runtime, plan)
+        return
     history: list[dict[str, str]] = []
-    state = dict(case.session.initial_state)
-    for turn in case.turns:
-        request = AgentRequest(
-            case_id=case.case_id,
-            turn_id=turn.turn_id,
-            input=turn.input,
-            thread_id=thread_id,
-            history=list(history),
-            files=outcome.processed_files,
-            config=dict(case.session.config),
-            state=state,
-            metadata=case.metadata,
-        )
-        started = time.perf_counter()
-        try:
-            response = await runtime.invoker.invoke(request)
-        except Exception as error:  # every way an agent can fail is recorded, never raised
-            message = str(error) if str(error) else type(error).__name__
-            outcome.turns.append(
-                AgentTurn(
-                    turn_id=turn.turn_id,
-                    input=turn.input,
-                    tool_calls=request.recorded_tool_calls,
-                    usage=request.recorded_usage,
-                    latency_ms=_elapsed_ms(started),
-                    error=message,
-                )
-            )
-            outcome.errors.append(f"agent failed on turn {turn.turn_id}: {message}")
+    state = dict(work.case.session.initial_state)
+    for turn in work.case.turns:
+        done = await _agent_turn(work, runtime, turn.turn_id, turn.input, history, state)
+        if done.error:
             return
-        outcome.turns.append(
-            AgentTurn(
-                turn_id=turn.turn_id,
-                input=turn.input,
-                response=response.answer,
-                tool_calls=response.tool_calls,
-                usage=response.usage,
-                latency_ms=_elapsed_ms(started),
-            )
-        )
-        history += [
-            {"role": "user", "content": turn.input},
-            {"role": "assistant", "content": response.answer},
-        ]
+
+
+async def _simulate(work: CaseWork, runtime: Runtime, plan: SimulationPlan) -> None:
+    """The simulated user talks until its goals are met, it gives up, or max_invocations."""
+    judge = runtime.simulator(plan.model)
+    history: list[dict[str, str]] = []
+    state = dict(work.case.session.initial_state)
+    message = plan.starting_prompt or work.case.first_input
+    achieved: list[str] = []
+    usage = Usage()
+    for number in range(plan.max_invocations):
+        turn = await _agent_turn(work, runtime, f"sim_{number + 1}", message, history, state)
+        if turn.error:
+            break
+        try:
+            verdict = await next_user_turn(judge, plan, history, usage)
+        except Exception as error:  # the simulator failing is the case's error, recorded
+            work.outcome.errors.append(f"user simulator failed: {error}")
+            break
+        achieved = verdict.goals_achieved
+        turn.metadata = {"goals_achieved": achieved}
+        if verdict.done or set(achieved) >= set(plan.goals) or not verdict.next_message:
+            break
+        message = verdict.next_message
+    if work.outcome.turns:
+        work.outcome.turns[-1].metadata = {
+            "goals": plan.goals,
+            "goals_achieved": achieved,
+            "simulator_calls": usage.calls,
+            "simulator_tokens": usage.prompt_tokens + usage.completion_tokens,
+        }
 
 
 async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:

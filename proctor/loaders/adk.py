@@ -89,12 +89,13 @@ def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tup
         ]
         session = case.get("session_input") or {}
         metadata: dict[str, Any] = {}
-        if case.get("conversation_scenario"):
+        if case.get("conversation_scenario"):  # a simulated user plays the conversation
             metadata["conversation_scenario"] = case["conversation_scenario"]
-            warnings.append(
-                f"case {case['eval_id']!r}: conversation_scenario (a simulated user) is not run yet; "
-                "its fixed turns are used"
-            )
+            if not turns:
+                scenario = case["conversation_scenario"]
+                turns = [
+                    Turn(turn_id="sim_1", input=str(scenario.get("starting_prompt") or "(simulated user)"))
+                ]
         cases.append(
             Case(
                 case_id=str(case["eval_id"]),

@@ -157,13 +157,20 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
     if problems:
         raise SuiteError(problems)
     agent = evalset.metadata.get("agent")
+    cases = cases_from_evalset(evalset, specs)
+    if config.user_simulator_config is not None:  # every case is played by the simulated user
+        simulator = config.user_simulator_config.model_dump()
+        cases = [
+            case.model_copy(update={"metadata": {**case.metadata, "user_simulator": simulator}})
+            for case in cases
+        ]
     return Suite(
         suite_id=evalset.eval_set_id,
         name=evalset.name or evalset.eval_set_id,
         description=evalset.description,
         path=str(path),
         source_format="agentflow",
-        cases=cases_from_evalset(evalset, specs),
+        cases=cases,
         agent=agent if isinstance(agent, str) else None,
         metadata={**evalset.metadata, "eval_config": config.model_dump(mode="json")},
         warnings=warnings,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from models.outcome import AgentTurn
 from proctor.metrics.base import Metric, MetricContext, Score
 
 
@@ -31,7 +32,9 @@ class ToolCallCount(Metric):
         what = f"{self.tool} calls" if self.tool else "tool calls"
         bounds = f"{self.min if self.min is not None else 0}..{self.max if self.max is not None else '∞'}"
         return Score(
-            value=float(within), reason=f"{count} {what} (allowed {bounds})", details={"count": count}
+            value=float(within),
+            reason=f"{count} {what} (allowed {bounds})",
+            details={"count": count, "tool": self.tool, "min": self.min, "max": self.max},
         )
 
 
@@ -41,43 +44,70 @@ def _tokens(ctx: MetricContext) -> tuple[int, int]:
     return prompt, completion
 
 
+def _turn_tokens(turn: AgentTurn) -> int:
+    """The reported total, or prompt + completion if larger: agents report one, the other or both."""
+    return max(turn.usage.total_tokens, turn.usage.prompt_tokens + turn.usage.completion_tokens)
+
+
 class TokenBudget(Metric):
-    """1 within `max_tokens` (all turns, prompt + completion), else max_tokens / used."""
+    """1 within `max_tokens` (all turns), else max_tokens / used.
+
+    Applies only if the agent reported tokens: one that reports none would pass by counting 0.
+    """
 
     name = "token_budget"
     summary = "The agent's tokens over all turns stay within max_tokens."
 
     max_tokens: int = Field(gt=0)
 
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return any(_turn_tokens(turn) for turn in ctx.turns)
+
     def evaluate(self, ctx: MetricContext) -> Score:
-        used = sum(_tokens(ctx))
+        used = sum(_turn_tokens(turn) for turn in ctx.turns)
         value = 1.0 if used <= self.max_tokens else self.max_tokens / used
         return Score(
-            value=value, reason=f"{used} tokens (budget {self.max_tokens})", details={"tokens": used}
+            value=value,
+            reason=f"{used} tokens (budget {self.max_tokens})",
+            details={"tokens": used, "max_tokens": self.max_tokens},
         )
 
 
 class Price(BaseModel):
     """US dollars per million tokens."""
 
+    model_config = ConfigDict(extra="forbid")
+
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
 
 
-# Published list prices, USD per million tokens, as of November 2026. Prices change: pass
-# `prices` to override or to price another model.
+# OpenAI's standard-tier list prices (uncached input), USD per million tokens, as published in
+# March 2026. Prices change and dated snapshots may differ: pass `prices` to override or to
+# price another model.
 DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-4o": Price(input_per_million=2.50, output_per_million=10.00),
-    "gpt-4o-mini": Price(input_per_million=0.15, output_per_million=0.60),
+    "gpt-5": Price(input_per_million=1.25, output_per_million=10.00),
+    "gpt-5.1": Price(input_per_million=1.25, output_per_million=10.00),
+    "gpt-5-mini": Price(input_per_million=0.25, output_per_million=2.00),
+    "gpt-5-nano": Price(input_per_million=0.05, output_per_million=0.40),
     "gpt-4.1": Price(input_per_million=2.00, output_per_million=8.00),
     "gpt-4.1-mini": Price(input_per_million=0.40, output_per_million=1.60),
     "gpt-4.1-nano": Price(input_per_million=0.10, output_per_million=0.40),
+    "gpt-4o": Price(input_per_million=2.50, output_per_million=10.00),
+    "gpt-4o-mini": Price(input_per_million=0.15, output_per_million=0.60),
+    "o3": Price(input_per_million=2.00, output_per_million=8.00),
     "o3-mini": Price(input_per_million=1.10, output_per_million=4.40),
+    "o4-mini": Price(input_per_million=1.10, output_per_million=4.40),
 }
 
 
 class Cost(Metric):
-    """The agent's token cost for `model` from a price table; 1 within `max_usd`, else max_usd / cost."""
+    """The agent's token cost for `model`; 1 within `max_usd`, else max_usd / cost.
+
+    cost = prompt tokens x input price + completion tokens x output price (per million).
+    `prices` adds models to the built-in table or overrides its entries. Applies only if the
+    agent reported prompt or completion tokens (a bare total cannot be priced).
+    """
 
     name = "cost"
     summary = "The agent's token cost (from a price table) stays within max_usd."
@@ -86,22 +116,39 @@ class Cost(Metric):
     model: str
     prices: dict[str, Price] | None = None
 
+    @property
+    def price(self) -> Price:
+        return {**DEFAULT_PRICES, **(self.prices or {})}[self.model]
+
     @model_validator(mode="after")
     def _priced(self) -> Cost:
-        if self.model not in {**DEFAULT_PRICES, **(self.prices or {})}:
-            known = ", ".join(sorted({**DEFAULT_PRICES, **(self.prices or {})}))
-            raise ValueError(f"no price for model {self.model!r}; known: {known} (or pass prices)")
+        known = {**DEFAULT_PRICES, **(self.prices or {})}
+        if self.model not in known:
+            raise ValueError(
+                f"no price for model {self.model!r}; known: {', '.join(sorted(known))} "
+                "(or give its price in `prices`)"
+            )
         return self
 
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return sum(_tokens(ctx)) > 0
+
     def evaluate(self, ctx: MetricContext) -> Score:
-        price = {**DEFAULT_PRICES, **(self.prices or {})}[self.model]
+        price = self.price
         prompt, completion = _tokens(ctx)
         usd = (prompt * price.input_per_million + completion * price.output_per_million) / 1_000_000
         value = 1.0 if usd <= self.max_usd else self.max_usd / usd
         return Score(
             value=value,
             reason=f"${usd:.6f} for {prompt}+{completion} tokens on {self.model} (budget ${self.max_usd:g})",
-            details={"usd": usd, "prompt_tokens": prompt, "completion_tokens": completion},
+            details={
+                "usd": usd,
+                "max_usd": self.max_usd,
+                "model": self.model,
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "price": price.model_dump(),
+            },
         )
 
 

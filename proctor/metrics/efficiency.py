@@ -19,3 +19,23 @@ class MaxExecutionTime(Metric):
         within = ctx.agent_ms <= self.max_ms
         reason = f"agent took {ctx.agent_ms:.0f} ms (limit {self.max_ms:.0f} ms)"
         return Score(value=1.0 if within else 0.0, reason=reason, details={"agent_ms": ctx.agent_ms})
+
+
+class GoalsAchieved(Metric):
+    """Share of the simulated user's goals the agent achieved (cases played by a simulator)."""
+
+    name = "goals_achieved"
+    default_threshold = 1.0
+    summary = "Share of the simulated user's goals achieved in the conversation."
+
+    def applies_to(self, ctx: MetricContext) -> bool:
+        return bool(ctx.turns and ctx.turns[-1].metadata.get("goals"))
+
+    def evaluate(self, ctx: MetricContext) -> Score:
+        info = ctx.turns[-1].metadata
+        goals, achieved = info["goals"], set(info.get("goals_achieved") or [])
+        missing = [goal for goal in goals if goal not in achieved]
+        reason = f"{len(goals) - len(missing)} of {len(goals)} goals achieved"
+        return Score(
+            value=(len(goals) - len(missing)) / len(goals), reason=reason, details={"missing": missing}
+        )

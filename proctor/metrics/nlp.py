@@ -11,9 +11,10 @@ import json
 import re
 import statistics
 import string
+import unicodedata
 from collections import Counter
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from rouge_score import rouge_scorer
@@ -24,7 +25,10 @@ from proctor.metrics.response import _Tokenizer, is_mostly_latin
 
 
 class ReferenceMetric(Metric):
-    """Scores every turn with an expected answer by `compare(answer, reference)`, averaged."""
+    """Scores every turn with an expected answer by `compare(answer, reference)`, averaged.
+
+    A missing answer is compared as the empty string, so it scores 0 rather than vanishing.
+    """
 
     kind = "nlp"
 
@@ -36,11 +40,14 @@ class ReferenceMetric(Metric):
 
     def evaluate(self, ctx: MetricContext) -> Score:
         per_turn = [
-            self.compare((actual.response if actual else None) or "", expected.expected_response)
+            {
+                "turn_id": expected.turn_id,
+                self.name: self.compare(actual.response or "" if actual else "", expected.expected_response),
+            }
             for expected, actual in ctx.paired_turns()
             if expected.expected_response
         ]
-        value = statistics.fmean(per_turn)
+        value = statistics.fmean(turn[self.name] for turn in per_turn)
         return Score(value=value, reason=f"{self.name} {value:.3f}", details={"per_turn": per_turn})
 
 
@@ -79,23 +86,34 @@ class Rouge(ReferenceMetric):
         return _rouge(self.variant, stem).score(target=reference, prediction=answer)[self.variant].fmeasure
 
 
+def meteor(answer: str, reference: str, wordnet: Any = None) -> float:
+    """NLTK's METEOR on word/punctuation tokens; synonyms from the shipped WordNet table by default.
+
+    `wordnet` may be any object with NLTK's `synsets(word)` (the tests pass NLTK's reader
+    over the full database, to show the table changes nothing). NLTK looks synonyms up for
+    the Porter stems of the words that exact and stem matching left, so "start"/"begin"
+    match but "automobile" (stem "automobil") finds none; scores equal NLTK's, quirk included.
+    """
+    from nltk.translate.meteor_score import meteor_score  # imported on use: it loads slowly
+
+    from proctor.metrics.wordnet import compact_wordnet
+
+    return meteor_score([_words(reference)], _words(answer), wordnet=wordnet or compact_wordnet())
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+|[^\w\s]", text)
+
+
 class Meteor(ReferenceMetric):
-    """METEOR (NLTK's implementation) with WordNet synonyms from the shipped table, offline."""
+    """METEOR (NLTK's implementation) with WordNet 3.0 synonyms from the shipped table, offline."""
 
     name = "meteor"
     default_threshold = 0.5
     summary = "METEOR of the answer against the expected answer (exact, stem and WordNet synonym matches)."
 
     def compare(self, answer: str, reference: str) -> float:
-        from nltk.translate.meteor_score import meteor_score
-
-        from proctor.metrics.wordnet import compact_wordnet
-
-        return meteor_score([_words(reference)], _words(answer), wordnet=compact_wordnet())
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+|[^\w\s]", text)
+        return meteor(answer, reference)
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -129,19 +147,28 @@ class TokenF1(ReferenceMetric):
         return token_f1(answer, reference)
 
 
+def normalize_loosely(text: str) -> str:
+    """Case-folded, without punctuation (any script's), whitespace collapsed: what exact match ignores."""
+    kept = "".join(char for char in text.casefold() if not unicodedata.category(char).startswith("P"))
+    return " ".join(kept.split())
+
+
 class ExactMatch(ReferenceMetric):
-    """1 if the answer equals the expected answer (after SQuAD normalisation unless disabled)."""
+    """1 if the answer equals the expected answer, ignoring case, punctuation and spacing unless told not to.
+
+    Articles are kept (unlike token F1): "a dog" and "the dog" are different answers.
+    """
 
     name = "exact_match"
     kind = "deterministic"
     default_threshold = 1.0
-    summary = "The answer equals the expected answer (normalised by default)."
+    summary = "The answer equals the expected answer (ignoring case, punctuation and spacing by default)."
 
     normalize: bool = True
 
     def compare(self, answer: str, reference: str) -> float:
         if self.normalize:
-            return float(normalize_answer(answer) == normalize_answer(reference))
+            return float(normalize_loosely(answer) == normalize_loosely(reference))
         return float(answer == reference)
 
 
@@ -171,17 +198,26 @@ class Regex(Metric):
         flags = 0
         for flag in self.flags:
             flags |= _REGEX_FLAGS[flag]
-        found = re.search(self.pattern, ctx.final_response, flags) is not None
-        ok = found == self.must_match
+        found = re.search(self.pattern, ctx.final_response, flags)
+        ok = (found is not None) == self.must_match
         verb = "matches" if found else "does not match"
-        return Score(value=float(ok), reason=f"answer {verb} /{self.pattern}/", details={"matched": found})
+        wanted = "" if ok else (" (it must)" if self.must_match else " (it must not)")
+        return Score(
+            value=float(ok),
+            reason=f"answer {verb} /{self.pattern}/{wanted}",
+            details={"matched": found is not None, "match": found.group(0)[:200] if found else None},
+        )
 
 
-_JSON_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+_JSON_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 
 
 class JsonValid(Metric):
-    """1 if the final answer is JSON (a ```json fence is allowed) with every required key."""
+    """1 if the final answer is JSON (a ```json fence around it is allowed) with every required key.
+
+    Text around the fence is not allowed: an answer meant for a program must be only JSON.
+    """
 
     name = "json_valid"
     summary = "The final answer parses as JSON and has the required top-level keys."
@@ -194,16 +230,21 @@ class JsonValid(Metric):
         try:
             data = json.loads(fenced.group(1) if fenced else text)
         except json.JSONDecodeError as error:
-            return Score(value=0.0, reason=f"not JSON: {error.msg} at line {error.lineno}")
+            where = f"line {error.lineno} column {error.colno}"
+            return Score(value=0.0, reason=f"not JSON: {error.msg} at {where}")
+        kind = _JSON_TYPES.get(type(data), "a number")
         if self.required_keys:
             if not isinstance(data, dict):
-                return Score(value=0.0, reason=f"JSON is a {type(data).__name__}, not an object with keys")
+                reason = f"JSON is {kind}, not an object with keys"
+                return Score(value=0.0, reason=reason, details={"type": kind})
             missing = [key for key in self.required_keys if key not in data]
             if missing:
                 return Score(
-                    value=0.0, reason=f"JSON lacks {', '.join(missing)}", details={"missing": missing}
+                    value=0.0,
+                    reason=f"JSON lacks {', '.join(map(repr, missing))}",
+                    details={"type": kind, "missing": missing},
                 )
-        return Score(value=1.0, reason="valid JSON")
+        return Score(value=1.0, reason=f"valid JSON ({kind})", details={"type": kind})
 
 
 NLP_METRICS: tuple[type[Metric], ...] = (Bleu, Rouge, Meteor, TokenF1, ExactMatch, Regex, JsonValid)

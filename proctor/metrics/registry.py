@@ -15,7 +15,7 @@ from proctor.metrics.base import Metric
 from proctor.metrics.budget import BUDGET_METRICS
 from proctor.metrics.compat import COMPAT_METRICS
 from proctor.metrics.deterministic import DETERMINISTIC_METRICS
-from proctor.metrics.efficiency import MaxExecutionTime
+from proctor.metrics.efficiency import GoalsAchieved, MaxExecutionTime
 from proctor.metrics.judged import JUDGED_METRICS
 from proctor.metrics.nlp import NLP_METRICS
 from proctor.metrics.response import ResponseMatch
@@ -33,6 +33,7 @@ DEFAULT_METRICS: tuple[type[Metric], ...] = (
     ResponseMatch,
     SemanticSimilarity,
     MaxExecutionTime,
+    GoalsAchieved,
     *NLP_METRICS,
     *DETERMINISTIC_METRICS,
     *BUDGET_METRICS,

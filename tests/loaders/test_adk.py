@@ -105,7 +105,9 @@ def test_adk_rubrics_and_judge_options_in_a_test_config(tmp_path: Path) -> None:
     ]
 
 
-def test_a_conversation_scenario_is_reported_not_dropped(tmp_path: Path) -> None:
+def test_a_conversation_scenario_becomes_a_simulated_user(tmp_path: Path) -> None:
+    from proctor.simulator import SimulationPlan
+
     data = json.loads(ROLL_DIE.read_text())
     data["eval_cases"][0]["conversation_scenario"] = {
         "starting_prompt": "Hi",
@@ -113,8 +115,8 @@ def test_a_conversation_scenario_is_reported_not_dropped(tmp_path: Path) -> None
     }
     (tmp_path / "s.test.json").write_text(json.dumps(data))
     suite = load_suite(tmp_path / "s.test.json")
-    assert any("conversation_scenario" in warning for warning in suite.warnings)
-    assert suite.cases[0].metadata["conversation_scenario"]["conversation_plan"] == "Roll twice"
+    plan = SimulationPlan.for_case(suite.cases[0].metadata)
+    assert (plan.starting_prompt, plan.goals) == ("Hi", ["Roll twice"])
 
 
 def test_a_broken_adk_file_is_named(tmp_path: Path) -> None:
