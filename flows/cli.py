@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=8, help="agents running at once (default 8)")
     run.add_argument("--chunk-size", type=int, help="cases per Prefect task run (default: automatic)")
     run.add_argument("--timeout", dest="agent_timeout_s", type=float, default=300.0, help="per-turn seconds")
+    run.add_argument("--case-timeout", dest="case_timeout_s", type=float, help="seconds for a whole case")
+    run.add_argument(
+        "--model-call-limit",
+        metavar="NAME",
+        help="Prefect global concurrency limit capping model calls across workers",
+    )
     run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
     run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
     run.add_argument(

@@ -58,6 +58,13 @@ class EvaluationRequest(BaseModel):
     chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
     agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
     judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
+    case_timeout_s: float | None = Field(
+        default=None, gt=0, description="Limit on a whole case's conversation"
+    )
+    model_call_limit: str | None = Field(
+        default=None,
+        description="Prefect global concurrency limit capping agent and judge calls across workers",
+    )
     variants: list[VariantSpec] = Field(
         default_factory=list, description="Agent variants to run over the same suite and compare"
     )
@@ -142,8 +149,31 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     for variant in request.variants:
         load_target(variant.agent)
     cases = select_cases(suite, request.tags, request.cases, request.metadata)
+    if request.model_call_limit:
+        check_concurrency_limit(suite, request.model_call_limit)
     check_judge_credentials(suite, cases)
     return suite, cases, agent
+
+
+def check_concurrency_limit(suite: Suite, name: str) -> None:
+    """A named concurrency limit must exist: Prefect would otherwise skip it silently."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            raise SuiteError(
+                [
+                    Problem(
+                        suite.path,
+                        "model_call_limit",
+                        f"no Prefect global concurrency limit named {name!r}; "
+                        f"create it: prefect gcl create {name} --limit N",
+                    )
+                ]
+            ) from None
 
 
 def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
@@ -237,6 +267,8 @@ async def run_suite(
         concurrency=request.concurrency,
         agent_timeout_s=request.agent_timeout_s,
         judge_cache=request.judge_cache,
+        model_call_limit=request.model_call_limit,
+        case_timeout_s=request.case_timeout_s,
     )
     size = request.chunk_size or auto_chunk_size(len(cases))
     logger.info("run %s: %d cases of %s in chunks of %d", run_id, len(cases), suite.name, size)

@@ -8,6 +8,7 @@ costs an agent call already made) and at the end. Prefect-free: `tasks/` wraps t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -47,6 +48,8 @@ class RunSettings(BaseModel):
     concurrency: int = Field(default=8, ge=1)
     agent_timeout_s: float | None = Field(default=300.0, gt=0)
     judge_cache: bool = True
+    model_call_limit: str | None = None
+    case_timeout_s: float | None = Field(default=None, gt=0)
 
 
 @dataclass
@@ -80,6 +83,17 @@ class Runtime:
             judge = self._judge_for(spec) if metric.kind == "llm" else None
             cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge))
         return cached[1]
+
+    def model_gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A slot of the Prefect global concurrency limit on model calls, when one is named:
+        it caps agent and judge calls across every worker; this process's own cap is the
+        run's concurrency. Prefect is imported only then, so plain runs stay Prefect-free."""
+        name = self.settings.model_call_limit
+        if not name:
+            return contextlib.nullcontext()
+        from prefect.concurrency.asyncio import concurrency
+
+        return concurrency(name, occupy=1, strict=True)
 
     @property
     def _judge_cache(self) -> JudgeCache | None:
@@ -210,7 +224,8 @@ async def _agent_turn(
     )
     started = time.perf_counter()
     try:
-        response = await runtime.invoker.invoke(request)
+        async with runtime.model_gate():
+            response = await runtime.invoker.invoke(request)
     except Exception as error:  # every way an agent can fail is recorded, never raised
         message = str(error) if str(error) else type(error).__name__
         turn = AgentTurn(
@@ -291,7 +306,13 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
         async with runtime.limiter:
             outcome.state = CaseState.EXECUTING_AGENT
             started = time.perf_counter()
-            await _run_turns(work, runtime)
+            limit = runtime.settings.case_timeout_s
+            try:
+                await asyncio.wait_for(_run_turns(work, runtime), limit) if limit else await _run_turns(
+                    work, runtime
+                )
+            except TimeoutError:
+                outcome.errors.append(f"the case's conversation exceeded its {limit:g} s limit")
             outcome.agent_ms = _elapsed_ms(started)
         if outcome.errors:
             _finish(outcome, CaseState.AGENT_FAILED)

@@ -8,8 +8,11 @@ really asks again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -106,6 +109,7 @@ class Judge:
     timeout_s: float | None = None
     max_tokens: int | None = None
     cache: JudgeCache | None = None
+    gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None  # e.g. a cross-worker call limit
 
     @classmethod
     def for_spec(
@@ -151,13 +155,14 @@ class Judge:
         key = cache_key(self.client.base_url, self.model, messages, params)
         reply = await self.cache.get(key) if self.cache is not None else None
         if reply is None:
-            reply = await self.client.complete(
-                model=self.model,
-                messages=messages,
-                temperature=temperature,
-                timeout_s=self.timeout_s,
-                max_tokens=self.max_tokens,
-            )
+            async with self.gate() if self.gate else contextlib.nullcontext():
+                reply = await self.client.complete(
+                    model=self.model,
+                    messages=messages,
+                    temperature=temperature,
+                    timeout_s=self.timeout_s,
+                    max_tokens=self.max_tokens,
+                )
             verdict = parse_reply(reply.text, schema)
             if self.cache is not None:
                 await self.cache.put(key, reply)

@@ -1,0 +1,96 @@
+"""Limits on agents: a whole-case timeout, and a Prefect concurrency limit on model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flows.evaluate import EvaluationRequest, evaluate
+from proctor.loaders import SuiteError
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+AGENT = """
+import asyncio
+active, peak = [0], [0]
+
+async def agent(request):
+    active[0] += 1
+    peak[0] = max(peak[0], active[0])
+    await asyncio.sleep(0.2)
+    active[0] -= 1
+    return "ok"
+"""
+
+SUITE = """
+dataset:
+  name: limits
+  test_cases:
+{cases}
+"""
+
+
+def _suite(tmp_path: Path, cases: int) -> tuple[Path, str]:
+    (tmp_path / "slow_agent.py").write_text(textwrap.dedent(AGENT))
+    lines = "\n".join(f"    - {{id: c{i}, message: hi, conversation_id: t{i}}}" for i in range(cases))
+    (tmp_path / "d.yaml").write_text(SUITE.format(cases=lines))
+    return tmp_path / "d.yaml", f"{tmp_path / 'slow_agent.py'}:agent"
+
+
+def _run(**fields):
+    return asyncio.run(evaluate(EvaluationRequest(**fields)))
+
+
+def test_a_prefect_concurrency_limit_caps_model_calls(tmp_path: Path, sqlite_url: str) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(
+            GlobalConcurrencyLimitCreate(name="proctor-test-model-calls", limit=1)
+        )
+    suite, agent = _suite(tmp_path, 3)
+    summary = _run(
+        suite=str(suite),
+        agent=agent,
+        database_url=sqlite_url,
+        concurrency=3,
+        model_call_limit="proctor-test-model-calls",
+        report_dir=str(tmp_path / "r"),
+    )
+    from proctor.agents.targets import load_target
+
+    assert summary.total == 3
+    assert load_target(agent).__globals__["peak"][0] == 1  # three cases at once, one model call at a time
+
+
+def test_an_unknown_concurrency_limit_is_refused(tmp_path: Path, sqlite_url: str) -> None:
+    suite, agent = _suite(tmp_path, 1)
+    with pytest.raises(SuiteError, match="no Prefect global concurrency limit named 'nope-limit'"):
+        _run(suite=str(suite), agent=agent, database_url=sqlite_url, model_call_limit="nope-limit")
+
+
+def test_a_case_that_runs_too_long_fails_with_the_reason(tmp_path: Path, sqlite_url: str) -> None:
+    (tmp_path / "chatty.py").write_text(textwrap.dedent(AGENT))
+    (tmp_path / "s.evalset.json").write_text(
+        '{"eval_set_id": "s", "metadata": {"eval_config": {"criteria": {"contains": {"values": ["ok"]}}}},'
+        ' "eval_cases": [{"eval_id": "long", "conversation": ['
+        + ",".join(
+            f'{{"invocation_id": "t{i}", "user_content": {{"role": "user", "content": "hi"}}}}'
+            for i in range(5)
+        )
+        + "]}]}"
+    )
+    summary = _run(
+        suite=str(tmp_path / "s.evalset.json"),
+        agent=f"{tmp_path / 'chatty.py'}:agent",
+        database_url=sqlite_url,
+        case_timeout_s=0.5,
+        report_dir=str(tmp_path / "r"),
+    )
+    assert (summary.total, summary.errored) == (1, 1)
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "exceeded its 0.5 s limit" in report
