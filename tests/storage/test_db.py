@@ -31,3 +31,41 @@ def test_postgres_urls_use_psycopg3() -> None:
 def test_passwords_never_show_in_a_displayed_url() -> None:
     shown = redact_url("postgresql://user:s3cret-pass@db.example:5432/results")
     assert "s3cret-pass" not in shown and "user" in shown and "results" in shown
+
+
+def test_an_older_database_gains_the_new_columns(tmp_path: Path) -> None:
+    """A results database written by an earlier Proctor keeps working after an upgrade."""
+    import sqlite3
+
+    from sqlmodel import Session, select
+
+    from models.tables import EvalRun
+    from proctor.storage.db import get_engine
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as connection:  # eval_run as the first release wrote it
+        connection.execute(
+            "CREATE TABLE eval_run (id CHAR(32) PRIMARY KEY, suite_id VARCHAR NOT NULL, suite_name VARCHAR NOT NULL,"
+            " suite_path VARCHAR NOT NULL, source_format VARCHAR NOT NULL, agent VARCHAR NOT NULL,"
+            " status VARCHAR NOT NULL, started_at DATETIME NOT NULL, finished_at DATETIME, total_cases INTEGER NOT NULL,"
+            " passed_cases INTEGER NOT NULL, failed_cases INTEGER NOT NULL, errored_cases INTEGER NOT NULL,"
+            " pass_rate FLOAT, duration_ms INTEGER, config JSON NOT NULL, environment JSON NOT NULL, flow_run_id VARCHAR,"
+            " proctor_version VARCHAR NOT NULL, report_dir VARCHAR, error TEXT)"
+        )
+    engine = get_engine(f"sqlite:///{path}")
+    with Session(engine) as session:
+        session.add(
+            EvalRun(
+                suite_id="s",
+                suite_name="s",
+                suite_path="s",
+                source_format="native",
+                agent="a:b",
+                proctor_version="new",
+                variant="v2",
+                planned_cases=3,
+            )
+        )
+        session.commit()
+        run = session.exec(select(EvalRun)).one()
+    assert (run.variant, run.planned_cases) == ("v2", 3)
