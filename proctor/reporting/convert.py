@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from models.agentflow import CriterionResult, CriterionStats, EvalCaseResult, EvalSummary
-from models.holodeck import FileInput, MetricResult, ProcessedFileInput, ReportSummary, TestResult
+from models.agentflow import CriterionResult, EvalCaseResult
+from models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult
 from models.tables import CaseResultRow, EvalRun, MetricResultRow
 from models.vanna import AgentResult, EvaluationResult, TestCase, TestCaseResult, UiComponent, User
 
@@ -66,70 +66,6 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResul
         errors=list(row.errors),
         timestamp=iso(row.finished_at or row.started_at),
     )
-
-
-class SummaryBuilder:
-    """Accumulates HoloDeck and agentflow summaries while results stream past."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.passed = 0
-        self.duration_ms = 0
-        self.metric_counts: dict[str, int] = {}
-        self.metric_passed: dict[str, int] = {}
-        self.metric_scores: dict[str, list[float]] = {}
-        self.case_scores: list[float] = []
-
-    def add(self, row: CaseResultRow, metrics: list[MetricResultRow]) -> None:
-        self.total += 1
-        self.passed += bool(row.passed)
-        self.duration_ms += int(row.execution_ms)
-        scores = []
-        for metric in metrics:
-            name = metric.metric_name
-            self.metric_counts[name] = self.metric_counts.get(name, 0) + 1
-            self.metric_passed[name] = self.metric_passed.get(name, 0) + bool(metric.passed)
-            if metric.score is not None:
-                self.metric_scores.setdefault(name, []).append(metric.score)
-                scores.append(metric.score)
-        self.case_scores.append(sum(scores) / len(scores) if scores else (1.0 if row.passed else 0.0))
-
-    def average_scores(self) -> dict[str, float]:
-        return {name: sum(values) / len(values) for name, values in self.metric_scores.items() if values}
-
-    def metric_pass_rates(self) -> dict[str, float]:
-        return {name: 100.0 * self.metric_passed[name] / count for name, count in self.metric_counts.items()}
-
-    def report_summary(self) -> ReportSummary:
-        return ReportSummary(
-            total_tests=self.total,
-            passed=self.passed,
-            failed=self.total - self.passed,
-            pass_rate=(100.0 * self.passed / self.total) if self.total else 0.0,
-            total_duration_ms=self.duration_ms,
-            metrics_evaluated=dict(self.metric_counts),
-            average_scores=self.average_scores(),
-        )
-
-    def eval_summary(self) -> EvalSummary:
-        stats = {
-            name: CriterionStats(
-                evaluated=count,
-                passed=self.metric_passed[name],
-                avg_score=self.average_scores().get(name, 0.0),
-                min_score=min(self.metric_scores.get(name) or [0.0]),
-                max_score=max(self.metric_scores.get(name) or [0.0]),
-            )
-            for name, count in self.metric_counts.items()
-        }
-        return EvalSummary(
-            total_cases=self.total,
-            passed_cases=self.passed,
-            failed_cases=self.total - self.passed,
-            pass_rate=(self.passed / self.total) if self.total else 0.0,
-            avg_score=(sum(self.case_scores) / len(self.case_scores)) if self.case_scores else 0.0,
-            criterion_stats=stats,
-        )
 
 
 def eval_case_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> EvalCaseResult:

@@ -25,10 +25,6 @@ def create_run(*, session: Session, run: EvalRun) -> EvalRun:
     return run
 
 
-def get_run(*, session: Session, run_id: uuid.UUID) -> EvalRun | None:
-    return session.get(EvalRun, run_id)
-
-
 def tally(*, session: Session, run_id: uuid.UUID) -> dict[str, int]:
     """Cases by outcome, counted in SQL: passed, failed (scored below threshold), errored."""
     errored_states = [CaseState.FILES_FAILED, CaseState.AGENT_FAILED, CaseState.EVALUATION_FAILED]
