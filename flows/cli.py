@@ -79,6 +79,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("suite")
     validate.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    history = commands.add_parser("history", help="recent runs, newest first")
+    history.add_argument("--suite", help="only runs of this suite id")
+    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--db", dest="database_url", help="results database URL")
+
+    report = commands.add_parser("report", help="render a stored run's report")
+    report.add_argument("run_id")
+    report.add_argument("--format", choices=("md", "json", "html", "junit"), default="md")
+    report.add_argument("--db", dest="database_url", help="results database URL")
+
+    compare = commands.add_parser("compare", help="what changed between two runs (RUN_A is the baseline)")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--db", dest="database_url", help="results database URL")
+
     schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
     schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
     return parser
@@ -110,6 +125,114 @@ def _validate(args: argparse.Namespace) -> int:
         shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
         print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
     return EXIT_PASSED
+
+
+def _find_run(session: Any, text: str) -> Any:
+    """A run by its id or a unique prefix of it (as `proctor history` shows them)."""
+    from sqlmodel import col, select
+
+    from models.tables import EvalRun
+
+    matches = [
+        run
+        for run in session.exec(select(EvalRun).order_by(col(EvalRun.started_at).desc()))
+        if str(run.id).startswith(text.lower())
+    ]
+    if len(matches) != 1:
+        raise LookupError(f"{'no run' if not matches else 'more than one run'} matches {text!r}")
+    return matches[0]
+
+
+def _history(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from sqlmodel import Session, col, select
+
+    from models.tables import EvalRun
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        query = select(EvalRun).order_by(col(EvalRun.started_at).desc()).limit(args.limit)
+        if args.suite:
+            query = query.where(EvalRun.suite_id == args.suite)
+        runs = session.exec(query).all()
+    table = Table(title="runs, newest first", title_justify="left")
+    for column in ("run", "started", "suite", "agent", "status", "passed", "pass rate"):
+        table.add_column(column)
+    for run in runs:
+        rate = f"{run.pass_rate:.1f}%" if run.pass_rate is not None else "-"
+        agent = f"{run.agent} [{run.variant}]" if run.variant else run.agent
+        table.add_row(
+            str(run.id)[:8],
+            f"{run.started_at:%Y-%m-%d %H:%M}",
+            run.suite_id,
+            agent,
+            run.status.value,
+            f"{run.passed_cases}/{run.total_cases}",
+            rate,
+        )
+    Console().print(table)
+    return EXIT_PASSED
+
+
+def _report(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from sqlmodel import Session
+
+    from proctor.reporting import write_reports
+    from proctor.reporting.html import html_report
+    from proctor.reporting.junit import junit_xml
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        try:
+            run = _find_run(session, args.run_id)
+        except LookupError as error:
+            _print_problems(error)
+            return EXIT_BAD_INPUT
+        if args.format == "html":
+            sys.stdout.write(html_report(session=session, run=run))
+        elif args.format == "junit":
+            sys.stdout.write(junit_xml(session=session, run=run))
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                files = write_reports(session=session, run=run, directory=Path(folder))
+                sys.stdout.write((files.markdown if args.format == "md" else files.json).read_text())
+    return EXIT_PASSED
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from sqlmodel import Session
+
+    from proctor.regression import compare_runs
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        try:
+            baseline, run = _find_run(session, args.run_a), _find_run(session, args.run_b)
+        except LookupError as error:
+            _print_problems(error)
+            return EXIT_BAD_INPUT
+        change = compare_runs(session=session, baseline_id=baseline.id, run_id=run.id)
+    console = Console(highlight=False)
+    console.print(
+        f"pass rate {change.pass_rate_before:.1f}% -> {change.pass_rate_after:.1f}% "
+        f"({change.pass_rate_delta:+.1f} points)"
+    )
+    for label, cases in (
+        ("newly failing", change.newly_failing),
+        ("newly passing", change.newly_passing),
+        ("only in the baseline", change.removed),
+        ("new cases", change.added),
+    ):
+        if cases:
+            console.print(f"{label}: {', '.join(cases)}")
+    for metric in change.metrics:
+        if metric.delta is not None:
+            console.print(f"  {metric.name}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})")
+    return EXIT_FAILED if change.regressed else EXIT_PASSED
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -265,6 +388,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _validate(args)
     if args.command == "schema":
         return _schema(args)
+    if args.command == "history":
+        return _history(args)
+    if args.command == "report":
+        return _report(args)
+    if args.command == "compare":
+        return _compare(args)
     parser.print_help()
     return EXIT_BAD_INPUT
 

@@ -23,6 +23,8 @@ from models.outcome import AgentTurn
 from models.tables import CaseResultRow, EvalRun
 from proctor import __version__
 from proctor.reporting.convert import eval_case_result, iso, test_result
+from proctor.reporting.html import html_report
+from proctor.reporting.junit import junit_xml
 from proctor.reporting.render import metric_table, render, to_json
 from proctor.storage.runs import iter_results, metric_stats, tally
 
@@ -33,6 +35,8 @@ class ReportFiles:
     json: Path
     markdown: Path
     eval_report: Path
+    html: Path
+    junit: Path
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,8 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         json=directory / "report.json",
         markdown=directory / "report.md",
         eval_report=directory / "eval_report.json",
+        html=directory / "report.html",
+        junit=directory / "junit.xml",
     )
     header = _header(run)
     summary = report_summary(session=session, run=run)
@@ -178,6 +184,8 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         )
     for tmp, final in zip(temporary, (files.json, files.markdown, files.eval_report), strict=True):
         tmp.replace(final)
+    files.html.write_text(html_report(session=session, run=run), encoding="utf-8")
+    files.junit.write_text(junit_xml(session=session, run=run), encoding="utf-8")
     return files
 
 

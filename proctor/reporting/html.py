@@ -1,0 +1,48 @@
+"""A self-contained HTML report of one run: summary, score per metric, the pass-rate trend
+of the suite's recent runs, and every case (failing first). Autoescaped Jinja2; no scripts,
+no external files."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from models.outcome import AgentTurn
+from models.tables import EvalRun, RunStatus
+from proctor.reporting.render import render
+from proctor.storage.runs import iter_results, metric_stats
+
+TREND_RUNS = 20
+
+
+def trend(*, session: Session, run: EvalRun) -> list[dict[str, object]]:
+    """Pass rates of the suite's last completed runs up to this one, oldest first."""
+    runs = session.exec(
+        select(EvalRun)
+        .where(
+            EvalRun.suite_id == run.suite_id,
+            EvalRun.status == RunStatus.COMPLETED,
+            col(EvalRun.started_at) <= run.started_at,
+        )
+        .order_by(col(EvalRun.started_at).desc())
+        .limit(TREND_RUNS)
+    ).all()
+    return [
+        {"id": str(r.id)[:8], "pass_rate": r.pass_rate or 0.0, "label": r.variant or r.agent}
+        for r in reversed(runs)
+    ]
+
+
+def html_report(*, session: Session, run: EvalRun) -> str:
+    cases = []
+    for passed in (False, True):
+        for row, metrics in iter_results(session=session, run_id=run.id, passed=passed):
+            cases.append(
+                {"row": row, "metrics": metrics, "turns": [AgentTurn.model_validate(t) for t in row.turns]}
+            )
+    return render(
+        "report.html.j2",
+        run=run,
+        metrics=metric_stats(session=session, run_id=run.id),
+        trend=trend(session=session, run=run),
+        cases=cases,
+    )
