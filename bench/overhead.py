@@ -175,7 +175,7 @@ def bench(kind: str, postgres: str | None, cases: int, repeats: int) -> None:
         )
         print(
             f"[{kind}]   of which: executing + persisting {median(t_exec) / cases * 1000:.3f} ms per case, "
-            f"rendering the three reports {median(t_report) / cases * 1000:.3f} ms per case"
+            f"rendering the reports {median(t_report) / cases * 1000:.3f} ms per case"
         )
 
         os.environ["BENCH_AGENT_LATENCY_S"] = "0.05"

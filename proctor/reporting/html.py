@@ -4,6 +4,8 @@ no external files."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlmodel import Session, col, select
 
 from models.outcome import AgentTurn
@@ -32,17 +34,36 @@ def trend(*, session: Session, run: EvalRun) -> list[dict[str, object]]:
     ]
 
 
-def html_report(*, session: Session, run: EvalRun) -> str:
-    cases = []
-    for passed in (False, True):
-        for row, metrics in iter_results(session=session, run_id=run.id, passed=passed):
-            cases.append(
-                {"row": row, "metrics": metrics, "turns": [AgentTurn.model_validate(t) for t in row.turns]}
+class HtmlBuilder:
+    """Failing cases in full (conversation, metrics, errors), passing ones folded to a line."""
+
+    def __init__(self, run: EvalRun) -> None:
+        self.run = run
+        self.failing: list[dict[str, Any]] = []
+        self.passing: list[dict[str, Any]] = []
+
+    def add(self, row: Any, metrics: list[Any]) -> None:
+        if row.passed:
+            self.passing.append(
+                {"name": row.case_name or row.case_id, "scores": {m.metric_name: m.score for m in metrics}}
             )
-    return render(
-        "report.html.j2",
-        run=run,
-        metrics=metric_stats(session=session, run_id=run.id),
-        trend=trend(session=session, run=run),
-        cases=cases,
-    )
+        else:
+            turns = [AgentTurn.model_validate(turn) for turn in row.turns]
+            self.failing.append({"row": row, "metrics": metrics, "turns": turns})
+
+    def html(self, session: Session) -> str:
+        return render(
+            "report.html.j2",
+            run=self.run,
+            metrics=metric_stats(session=session, run_id=self.run.id),
+            trend=trend(session=session, run=self.run),
+            cases=self.failing,
+            passing=self.passing,
+        )
+
+
+def html_report(*, session: Session, run: EvalRun) -> str:
+    builder = HtmlBuilder(run)
+    for row, metrics in iter_results(session=session, run_id=run.id):
+        builder.add(row, metrics)
+    return builder.html(session)

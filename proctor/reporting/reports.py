@@ -23,8 +23,8 @@ from models.outcome import AgentTurn
 from models.tables import CaseResultRow, EvalRun
 from proctor import __version__
 from proctor.reporting.convert import eval_case_result, iso, test_result
-from proctor.reporting.html import html_report
-from proctor.reporting.junit import junit_xml
+from proctor.reporting.html import HtmlBuilder
+from proctor.reporting.junit import JUnitBuilder
 from proctor.reporting.render import metric_table, render, to_json
 from proctor.storage.runs import iter_results, metric_stats, tally
 
@@ -146,7 +146,10 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
             f'{{\n  "report_id": {to_json(str(run.id))},\n  "eval_set_id": {to_json(run.suite_id)},\n'
             f'  "eval_set_name": {to_json(run.suite_name)},\n  "results": [\n'
         )
+        html, junit = HtmlBuilder(run), JUnitBuilder(run)
         for number, (row, metric_rows) in enumerate(iter_results(session=session, run_id=run.id), start=1):
+            html.add(row, metric_rows)
+            junit.add(row, metric_rows)
             result = test_result(row, metric_rows)
             separator = ",\n" if number > 1 else ""
             out_json.write(f"{separator}    {to_json(result)}")
@@ -184,8 +187,8 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         )
     for tmp, final in zip(temporary, (files.json, files.markdown, files.eval_report), strict=True):
         tmp.replace(final)
-    files.html.write_text(html_report(session=session, run=run), encoding="utf-8")
-    files.junit.write_text(junit_xml(session=session, run=run), encoding="utf-8")
+    files.html.write_text(html.html(session), encoding="utf-8")
+    files.junit.write_text(junit.xml(), encoding="utf-8")
     return files
 
 
