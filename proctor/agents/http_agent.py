@@ -13,7 +13,6 @@ Configured in YAML (`--agent http:endpoint.yaml`):
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
+from proctor.env import expand_env
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _templates = SandboxedEnvironment(autoescape=False)
 
 
@@ -53,13 +52,8 @@ class HttpAgentError(RuntimeError):
     pass
 
 
-def _env(value: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        if match.group(1) not in os.environ:
-            raise HttpAgentError(f"environment variable {match.group(1)} is not set")
-        return os.environ[match.group(1)]
-
-    return _ENV.sub(replace, value)
+def _missing(name: str) -> str:
+    raise HttpAgentError(f"environment variable {name} is not set")
 
 
 def _render(template: Any, variables: dict[str, Any]) -> Any:
@@ -102,7 +96,7 @@ class HttpAgent:
             "state": request.state,
             "metadata": request.metadata,
         }
-        headers = {name: _env(value) for name, value in self.config.headers.items()}
+        headers = {name: expand_env(value, _missing) for name, value in self.config.headers.items()}
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
             reply = await client.post(
                 self.config.url, json=_render(self.config.request, variables), headers=headers

@@ -7,13 +7,12 @@ in suite files, reports or the database; the resolved value lives only in the cl
 from __future__ import annotations
 
 import os
-import re
 
 from models.holodeck import LLMProvider
+from proctor.env import ENV_REFERENCE
 
 API_KEY_ENV = ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY")
 BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")
-_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 class CredentialError(RuntimeError):
@@ -21,7 +20,7 @@ class CredentialError(RuntimeError):
 
 
 def _from_reference(reference: str) -> str:
-    env = _ENV_REF.match(reference.strip())
+    env = ENV_REFERENCE.fullmatch(reference.strip())
     if env:
         value = os.environ.get(env.group(1))
         if not value:

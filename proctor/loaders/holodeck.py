@@ -9,8 +9,6 @@ as a warning naming the field, never dropped silently.
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from models.agentflow import ToolCall
 from models.case import Case, MetricSpec, Turn
 from models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
 from proctor.agents.targets import resolve_relative_target
+from proctor.env import expand_env
 from proctor.loaders.errors import Problem
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
 
@@ -37,7 +36,6 @@ GEVAL_PARAMS = {
     "context": "context",
     "retrieval_context": "context",
 }
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_KEYS = {"api_key"}  # kept as references: resolved only when a judge is called
 
 
@@ -54,14 +52,11 @@ def substitute_env(value: Any, problems: list[Problem], file: str, location: str
         return [substitute_env(item, problems, file, f"{location}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, str):
 
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in os.environ:
-                problems.append(Problem(file, location, f"environment variable {name} is not set"))
-                return match.group(0)
-            return os.environ[name]
+        def missing(name: str) -> str:
+            problems.append(Problem(file, location, f"environment variable {name} is not set"))
+            return f"${{{name}}}"
 
-        return _ENV.sub(replace, value)
+        return expand_env(value, missing)
     return value
 
 
