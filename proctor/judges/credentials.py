@@ -19,7 +19,8 @@ class CredentialError(RuntimeError):
     """No API key could be found for a judge; says where Proctor looked."""
 
 
-def _from_reference(reference: str) -> str:
+def resolve_reference(reference: str, field: str = "api_key") -> str:
+    """The value a `${ENV_VAR}` or `secret:<block>` reference points at; a literal is refused."""
     env = ENV_REFERENCE.fullmatch(reference.strip())
     if env:
         value = os.environ.get(env.group(1))
@@ -35,13 +36,13 @@ def _from_reference(reference: str) -> str:
         except Exception as error:  # the block's name is safe to show, never its value
             raise CredentialError(f"Prefect Secret block {name!r} could not be loaded: {error}") from None
     raise CredentialError(
-        "api_key must be a reference, '${ENV_VAR}' or 'secret:<prefect-secret-block>', not a literal key"
+        f"{field} must be a reference, '${{ENV_VAR}}' or 'secret:<prefect-secret-block>', not a literal value"
     )
 
 
 def resolve_api_key(provider: LLMProvider | None) -> str:
     if provider is not None and provider.api_key:
-        return _from_reference(provider.api_key)
+        return resolve_reference(provider.api_key)
     for name in API_KEY_ENV:
         if os.environ.get(name):
             return os.environ[name]

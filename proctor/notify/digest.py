@@ -1,0 +1,94 @@
+"""What a notification says about a run, gathered once from the database.
+
+Slack (and any later channel) formats a `Digest`; it never queries the database itself, so
+a notifier that fails cannot disturb stored results, and the formatting is testable alone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from sqlmodel import Session
+
+from models.tables import EvalRun
+from proctor.regression import Regression
+from proctor.reporting.summary import failure_reason
+from proctor.storage.runs import iter_results
+
+MAX_RESPONSE_CHARS = 300
+
+
+@dataclass
+class FailingCase:
+    case_id: str
+    state: str
+    reason: str
+    response: str | None = None
+
+
+@dataclass
+class Digest:
+    run_id: uuid.UUID
+    suite_name: str
+    agent: str
+    variant: str | None
+    status: str
+    total: int
+    passed: int
+    failed: int
+    errored: int
+    pass_rate: float | None
+    regression: Regression | None = None
+    failing: list[FailingCase] = field(default_factory=list)
+    more_failing: int = 0
+    report_link: str | None = None
+    flow_run_link: str | None = None
+    error: str | None = None
+
+    @property
+    def has_failures(self) -> bool:
+        return self.failed > 0 or self.status != "completed"
+
+    @property
+    def regressed(self) -> bool:
+        return self.regression is not None and self.regression.regressed
+
+
+def build_digest(
+    *,
+    session: Session,
+    run: EvalRun,
+    regression: Regression | None,
+    report_link: str | None = None,
+    flow_run_link: str | None = None,
+    max_failures: int = 20,
+) -> Digest:
+    failing = [
+        FailingCase(
+            case_id=row.case_id,
+            state=row.state,
+            reason=failure_reason(row, metrics) or "did not pass",
+            response=(row.response or "")[:MAX_RESPONSE_CHARS] or None,
+        )
+        for row, metrics in iter_results(session=session, run_id=run.id, passed=False, limit=max_failures)
+    ]
+    not_passed = run.total_cases - run.passed_cases
+    return Digest(
+        run_id=run.id,
+        suite_name=run.suite_name,
+        agent=run.agent,
+        variant=run.variant,
+        status=str(run.status),
+        total=run.total_cases,
+        passed=run.passed_cases,
+        failed=run.failed_cases,
+        errored=run.errored_cases,
+        pass_rate=run.pass_rate,
+        regression=regression,
+        failing=failing,
+        more_failing=max(0, not_passed - len(failing)),
+        report_link=report_link,
+        flow_run_link=flow_run_link,
+        error=run.error,
+    )

@@ -1,0 +1,346 @@
+"""A run's summary posted to Slack: Block Kit through the Web API, or an incoming webhook.
+
+The Web API path posts the summary with `chat.postMessage` and the failing cases as a reply
+in its thread; the webhook path posts one message. Slack's 429 (after its `Retry-After`),
+5xx and dropped connections are retried by slack_sdk's own retry handlers. Whatever Slack
+does, `notify_slack` returns a `NotificationResult` and never raises: results and reports are
+stored before it runs, and the run records what became of its notification.
+
+Everything that came from the agent or the suite is escaped for Slack's mrkdwn, so a reply
+containing `<!channel>` or `*bold*` shows as text. Tokens are resolved from references at
+the last moment and never appear in a result, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from models.notify import NotifyPolicy, SlackSettings
+from proctor.judges.credentials import CredentialError, resolve_reference
+from proctor.notify.digest import Digest
+
+TEXT_LIMIT = 2900  # a section's text may hold 3000 characters
+MAX_BLOCKS = 50  # Slack's limit per message
+
+
+def escape_mrkdwn(text: str) -> str:
+    """Text shown literally in mrkdwn: Slack's three control characters escaped, and the
+    formatting characters broken by a zero-width space so agent text cannot format itself."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for mark in ("*", "_", "~", "`"):
+        escaped = escaped.replace(mark, mark + "\u200b")
+    return escaped
+
+
+def code(text: str) -> str:
+    """An identifier as inline code: mrkdwn does not format inside it, so only Slack's control
+    characters are escaped and a backtick (which would end the span) is replaced."""
+    return "`" + text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("`", "'") + "`"
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def should_notify(policy: NotifyPolicy, digest: Digest) -> bool:
+    """Whether the policy asks for a message about this run. A run that did not complete
+    counts as a failure (and so as worth a regression alert too)."""
+    if policy is NotifyPolicy.ALWAYS:
+        return True
+    if policy is NotifyPolicy.FAILURE:
+        return digest.has_failures
+    if policy is NotifyPolicy.REGRESSION:
+        return digest.regressed or digest.status != "completed"
+    return False
+
+
+def _headline(digest: Digest) -> str:
+    if digest.status != "completed":
+        icon = ":boom:"
+    elif digest.regressed:
+        icon = ":rotating_light:"
+    elif digest.has_failures:
+        icon = ":warning:"
+    else:
+        icon = ":white_check_mark:"
+    variant = f" ({digest.variant})" if digest.variant else ""
+    return f"{icon} {digest.suite_name} · {digest.agent}{variant}"
+
+
+def _pass_rate(digest: Digest) -> str:
+    rate = "n/a" if digest.pass_rate is None else f"{digest.pass_rate:.1f}%"
+    return f"{rate} ({digest.passed}/{digest.total} passed, {digest.failed} failed, {digest.errored} errored)"
+
+
+def _change_line(digest: Digest) -> str:
+    regression = digest.regression
+    if regression is None:
+        return "no baseline yet"
+    delta = regression.pass_rate_delta
+    arrow = ":arrow_down:" if delta < 0 else ":arrow_up:" if delta > 0 else ":left_right_arrow:"
+    verdict = "*regression*" if regression.regressed else "no regression"
+    return (
+        f"{arrow} {delta:+.1f} points vs baseline `{str(regression.baseline_id)[:8]}` "
+        f"({regression.pass_rate_before:.1f}% → {regression.pass_rate_after:.1f}%): {verdict}"
+    )
+
+
+def summary_text(digest: Digest) -> str:
+    """The plain-text fallback (notifications, screen readers), also the webhook's `text`."""
+    words = f"{digest.suite_name} · {digest.agent}: {_pass_rate(digest)}"
+    if digest.regressed:
+        words += " — regression against the baseline"
+    if digest.status != "completed":
+        words += f" — run {digest.status}"
+    return escape_mrkdwn(words)
+
+
+def _regression_lines(digest: Digest, limit: int = 5) -> list[str]:
+    regression = digest.regression
+    if regression is None:
+        return []
+    lines: list[str] = []
+    drops = {change.case_id: change for change in regression.changed_cases}
+    worst = regression.significant_cases if regression.repeated else regression.newly_failing
+    for case_id in worst[:limit]:
+        change = drops.get(case_id)
+        counts = (
+            f" ({change.passed_before}/{change.runs_before} → {change.passed_after}/{change.runs_after},"
+            f" p = {change.p_value:.3g})"
+            if change is not None and regression.repeated
+            else ""
+        )
+        lines.append(f"• {code(case_id)} newly failing{counts}")
+    if len(worst) > limit:
+        lines.append(f"• … and {len(worst) - limit} more")
+    for metric in regression.worst_metrics(limit=3):
+        lines.append(f"• {code(metric.name)}: {metric.before:.2f} → {metric.after:.2f} ({metric.delta:+.2f})")
+    if regression.newly_passing:
+        lines.append(f"• {len(regression.newly_passing)} case(s) newly passing")
+    return lines
+
+
+def _links(digest: Digest) -> list[str]:
+    links = []
+    if digest.flow_run_link:
+        links.append(f"<{digest.flow_run_link}|Prefect flow run>")
+    if digest.report_link:
+        links.append(f"<{digest.report_link}|Report>")
+    links.append(f"run `{digest.run_id}`")
+    return links
+
+
+def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
+    """Block Kit for the summary: headline, pass rate, change against the baseline, the worst
+    regressions, then links to the Prefect flow run and the report."""
+    blocks: list[dict[str, Any]] = [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": _clip(_headline(digest), 150), "emoji": True},
+        },
+        {
+            "type": "section",
+            "fields": [
+                {"type": "mrkdwn", "text": f"*Pass rate*\n{_pass_rate(digest)}"},
+                {"type": "mrkdwn", "text": f"*Against baseline*\n{_change_line(digest)}"},
+            ],
+        },
+    ]
+    if digest.error:
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": _clip(f"*Run {digest.status}:* {escape_mrkdwn(digest.error)}"),
+                },
+            }
+        )
+    lines = _regression_lines(digest)
+    if lines:
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": _clip("*Worst regressions*\n" + "\n".join(lines))},
+            }
+        )
+    if digest.regression is not None and digest.regression.repeated:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": escape_mrkdwn(digest.regression.method)}],
+            }
+        )
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(_links(digest))}]})
+    return blocks
+
+
+def failure_blocks(digest: Digest) -> list[dict[str, Any]]:
+    """The failing cases, one section each, for the thread reply (within Slack's 50 blocks)."""
+    header = f"*{digest.total - digest.passed} case(s) did not pass*"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
+    for case in digest.failing[: MAX_BLOCKS - 2]:
+        text = f"{code(case.case_id)} ({escape_mrkdwn(case.state)})\n{escape_mrkdwn(case.reason)}"
+        if case.response:
+            text += f"\n>{escape_mrkdwn(case.response).replace(chr(10), chr(10) + '>')}"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}})
+    hidden = digest.more_failing + max(0, len(digest.failing) - (MAX_BLOCKS - 2))
+    if hidden:
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"… and {hidden} more in the report"}],
+            }
+        )
+    return blocks
+
+
+@dataclass
+class NotificationResult:
+    """What became of a notification; stored with the run as JSON."""
+
+    status: str  # "sent" | "partial" (summary out, thread reply failed) | "skipped" | "failed"
+    via: str | None = None  # "web_api" | "webhook"
+    channel: str | None = None
+    ts: str | None = None
+    thread_ts: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    reason: str | None = None  # why it was skipped
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _retry_handlers(settings: SlackSettings, attempts: list[int]) -> list[Any]:
+    from slack_sdk.http_retry.builtin_handlers import (
+        ConnectionErrorRetryHandler,
+        RateLimitErrorRetryHandler,
+        ServerErrorRetryHandler,
+    )
+    from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
+    from slack_sdk.http_retry.handler import RetryHandler
+    from slack_sdk.http_retry.jitter import Jitter
+
+    class ProportionalJitter(Jitter):
+        """Up to a quarter of the wait added at random (slack_sdk's default adds up to 1 s)."""
+
+        def recalculate(self, duration: float) -> float:
+            return duration * (1 + random.random() / 4)
+
+    class Counting(RetryHandler):
+        """Counts each retry slack_sdk decides on, so the run can record the attempts."""
+
+        def __init__(self, inner: RetryHandler) -> None:
+            super().__init__(
+                max_retry_count=inner.max_retry_count, interval_calculator=inner.interval_calculator
+            )
+            self.inner = inner
+
+        def _can_retry(self, *, state, request, response=None, error=None) -> bool:  # type: ignore[no-untyped-def]
+            decided = self.inner._can_retry(state=state, request=request, response=response, error=error)
+            if decided:
+                attempts[0] += 1
+            return decided
+
+        def prepare_for_next_attempt(self, *, state, request, response=None, error=None) -> None:  # type: ignore[no-untyped-def]
+            self.inner.prepare_for_next_attempt(state=state, request=request, response=response, error=error)
+
+    backoff = BackoffRetryIntervalCalculator(settings.retry_backoff, jitter=ProportionalJitter())
+    retries = settings.max_retries
+    return [
+        Counting(RateLimitErrorRetryHandler(max_retry_count=retries, interval_calculator=backoff)),
+        Counting(ServerErrorRetryHandler(max_retry_count=retries, interval_calculator=backoff)),
+        Counting(ConnectionErrorRetryHandler(max_retry_count=retries, interval_calculator=backoff)),
+    ]
+
+
+def _safe_error(error: BaseException, *secrets: str | None) -> str:
+    """An error message with every secret value cut out, whatever the library put in it."""
+    message = f"{type(error).__name__}: {error}"
+    from slack_sdk.errors import SlackApiError
+
+    if isinstance(error, SlackApiError):
+        message = f"Slack API error {error.response.status_code}: {error.response.get('error')}"
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "***")
+    return message[:500]
+
+
+def _post_web_api(settings: SlackSettings, digest: Digest) -> NotificationResult:
+    from slack_sdk import WebClient
+
+    token = resolve_reference(settings.token, field="slack.token")
+    attempts = [1]
+    client = WebClient(
+        token=token,
+        base_url=settings.api_url or WebClient.BASE_URL,
+        timeout=10,
+        retry_handlers=_retry_handlers(settings, attempts),
+    )
+    result = NotificationResult(status="failed", via="web_api", channel=settings.channel)
+    try:
+        posted = client.chat_postMessage(
+            channel=settings.channel or "",
+            text=summary_text(digest),
+            blocks=summary_blocks(digest),
+            unfurl_links=False,
+        )
+        result.ts, result.channel = posted.get("ts"), posted.get("channel") or settings.channel
+        result.status = "sent"
+        if digest.failing or digest.more_failing:
+            reply = client.chat_postMessage(
+                channel=result.channel or "",
+                thread_ts=result.ts,
+                text=f"{digest.total - digest.passed} case(s) did not pass",
+                blocks=failure_blocks(digest),
+                unfurl_links=False,
+            )
+            result.thread_ts = reply.get("ts")
+    except Exception as error:  # noqa: BLE001 - any failure is recorded, none is raised
+        result.error = _safe_error(error, token)
+        if result.ts:  # the summary is out; only the thread reply failed
+            result.status = "partial"
+    result.attempts = attempts[0]
+    return result
+
+
+def _post_webhook(settings: SlackSettings, digest: Digest) -> NotificationResult:
+    from slack_sdk.webhook import WebhookClient
+
+    url = resolve_reference(settings.webhook_url or "", field="slack.webhook_url")
+    attempts = [1]
+    client = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(settings, attempts))
+    result = NotificationResult(status="failed", via="webhook")
+    try:
+        summary = summary_blocks(digest)
+        failures = failure_blocks(digest) if digest.failing or digest.more_failing else []
+        response = client.send(text=summary_text(digest), blocks=(summary + failures)[:MAX_BLOCKS])
+        if response.status_code == 200:
+            result.status = "sent"
+        else:
+            result.error = f"webhook answered {response.status_code}: {_clip(response.body or '', 200)}"
+    except Exception as error:  # noqa: BLE001
+        result.error = _safe_error(error, url)
+    result.attempts = attempts[0]
+    return result
+
+
+def notify_slack(settings: SlackSettings, digest: Digest) -> NotificationResult:
+    """Post the digest if the policy asks for it; never raises."""
+    if not should_notify(settings.notify, digest):
+        return NotificationResult(status="skipped", reason=f"notify policy '{settings.notify}'")
+    started = time.monotonic()
+    try:
+        result = _post_web_api(settings, digest) if settings.channel else _post_webhook(settings, digest)
+    except CredentialError as error:
+        result = NotificationResult(
+            status="failed", via="web_api" if settings.channel else "webhook", error=str(error)
+        )
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
