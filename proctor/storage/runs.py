@@ -94,7 +94,9 @@ def iter_results(
             query = query.where(case_table.c.passed.is_not(True))
         size = batch_size if limit is None else min(batch_size, limit - offset)
         rows = connection.execute(
-            query.order_by(case_table.c.position, case_table.c.case_id).offset(offset).limit(size)
+            query.order_by(case_table.c.position, case_table.c.case_id, case_table.c.attempt)
+            .offset(offset)
+            .limit(size)
         ).all()
         if not rows:
             return
@@ -154,3 +156,28 @@ def completed_case_ids(*, session: Session, run_id: uuid.UUID) -> set[str]:
             )
         ).all()
     )
+
+
+def pass_counts(
+    *, session: Session, run_id: uuid.UUID, unsteady_only: bool = False, limit: int | None = None
+) -> dict[str, tuple[int, int]]:
+    """Per case: (runs passed, runs) over its repeats, counted in SQL. `unsteady_only` keeps the
+    cases that did not pass every repeat, fewest passes first (for reports of repeated runs)."""
+    passed = func.sum(sql_case((col(CaseResultRow.passed).is_(True), 1), else_=0))
+    query = (
+        select(CaseResultRow.case_id, passed, func.count())
+        .where(CaseResultRow.run_id == run_id)
+        .group_by(CaseResultRow.case_id)
+    )
+    if unsteady_only:
+        query = query.having(passed < func.count()).order_by(passed, CaseResultRow.case_id)
+    if limit is not None:
+        query = query.limit(limit)
+    return {case_id: (int(k or 0), int(n)) for case_id, k, n in session.exec(query).all()}
+
+
+def unsteady_cases(*, session: Session, run: EvalRun) -> dict[str, tuple[int, int]]:
+    """With repeats, the cases that did not pass every time, k of n, worst first."""
+    if run.repeat <= 1:
+        return {}
+    return pass_counts(session=session, run_id=run.id, unsteady_only=True, limit=50)
