@@ -88,6 +88,7 @@ class CaseOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     case_id: str
+    attempt: int = Field(default=0, ge=0, description="Which repeat of the case (0-based)")
     state: CaseState = CaseState.PENDING
     processed_files: list[ProcessedFileInput] = Field(default_factory=list)
     turns: list[AgentTurn] = Field(default_factory=list)

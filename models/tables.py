@@ -64,17 +64,27 @@ class EvalRun(SQLModel, table=True):
     proctor_version: str
     report_dir: str | None = None
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    repeat: int = 1  # runs of every case (`--repeat N`); cases report passes k of n
+    # The comparison with the baseline run (`proctor.regression.Regression.to_dict()`), stored
+    # with the run so the morning report and `proctor report` show what the notifier saw.
+    baseline_run_id: uuid.UUID | None = None
+    comparison: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # What became of the Slack notification: sent (channel, ts), skipped or failed (why).
+    notification: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class CaseResultRow(SQLModel, table=True):
     """One case of one run: its final state, what the agent did, timings and tokens."""
 
     __tablename__ = "case_result"
-    __table_args__ = (UniqueConstraint("run_id", "case_id", name="uq_case_result_run_case"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "case_id", "attempt", name="uq_case_result_run_case_attempt"),
+    )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
     run_id: uuid.UUID = Field(foreign_key="eval_run.id", index=True)
     case_id: str
+    attempt: int = 0  # which repeat of the case (`--repeat N`), 0-based
     position: int = 0
     case_name: str | None = None
     state: str = Field(index=True)

@@ -54,14 +54,16 @@ class RunSettings(BaseModel):
 
 @dataclass
 class CaseWork:
-    """A case on its way through the stages, with its position in the suite."""
+    """A case on its way through the stages, with its position in the suite and which
+    repeat of it this is (`--repeat N` runs every case N times)."""
 
     position: int
     case: Case
+    attempt: int = 0
     outcome: CaseOutcome = field(init=False)
 
     def __post_init__(self) -> None:
-        self.outcome = CaseOutcome(case_id=self.case.case_id)
+        self.outcome = CaseOutcome(case_id=self.case.case_id, attempt=self.attempt)
 
 
 @dataclass
@@ -201,6 +203,11 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
 
 
 # -- stage 2: agent ---------------------------------------------------------------------
+def _thread_id(run_id: uuid.UUID, case_id: str, attempt: int) -> str:
+    """One conversation per case and repeat, so repeats never share an agent's session."""
+    return f"{run_id}:{case_id}" if attempt == 0 else f"{run_id}:{case_id}#{attempt}"
+
+
 async def _agent_turn(
     work: CaseWork,
     runtime: Runtime,
@@ -215,7 +222,7 @@ async def _agent_turn(
         case_id=case.case_id,
         turn_id=turn_id,
         input=text,
-        thread_id=case.session.thread_id or f"{runtime.settings.run_id}:{case.case_id}",
+        thread_id=case.session.thread_id or _thread_id(runtime.settings.run_id, case.case_id, work.attempt),
         history=list(history),
         files=outcome.processed_files,
         config=dict(case.session.config),

@@ -49,10 +49,17 @@ def _processed_file(entry: dict[str, Any]) -> ProcessedFileInput:
     )
 
 
+def case_label(row: Any) -> str:
+    """A case's display name; a repeat beyond the first carries its number (`--repeat N`)."""
+    name = row.case_name or row.case_id
+    attempt = getattr(row, "attempt", 0) or 0
+    return f"{name} (repeat {attempt + 1})" if attempt else name
+
+
 def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResult:
     """HoloDeck's `TestResult` for one stored case."""
     return TestResult(
-        test_name=row.case_name or row.case_id,
+        test_name=case_label(row),
         test_input=row.input,
         processed_files=[_processed_file(entry) for entry in row.files],
         agent_response=row.response,

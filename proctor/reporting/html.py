@@ -10,8 +10,9 @@ from sqlmodel import Session, col, select
 
 from models.outcome import AgentTurn
 from models.tables import EvalRun, RunStatus
+from proctor.reporting.convert import case_label
 from proctor.reporting.render import render
-from proctor.storage.runs import iter_results, metric_stats
+from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 TREND_RUNS = 20
 
@@ -45,11 +46,11 @@ class HtmlBuilder:
     def add(self, row: Any, metrics: list[Any]) -> None:
         if row.passed:
             self.passing.append(
-                {"name": row.case_name or row.case_id, "scores": {m.metric_name: m.score for m in metrics}}
+                {"name": case_label(row), "scores": {m.metric_name: m.score for m in metrics}}
             )
         else:
             turns = [AgentTurn.model_validate(turn) for turn in row.turns]
-            self.failing.append({"row": row, "metrics": metrics, "turns": turns})
+            self.failing.append({"row": row, "label": case_label(row), "metrics": metrics, "turns": turns})
 
     def html(self, session: Session) -> str:
         return render(
@@ -57,6 +58,7 @@ class HtmlBuilder:
             run=self.run,
             metrics=metric_stats(session=session, run_id=self.run.id),
             trend=trend(session=session, run=self.run),
+            unsteady=unsteady_cases(session=session, run=self.run),
             cases=self.failing,
             passing=self.passing,
         )

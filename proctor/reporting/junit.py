@@ -9,6 +9,7 @@ from typing import Any
 from sqlmodel import Session
 
 from models.tables import EvalRun
+from proctor.reporting.convert import case_label
 from proctor.storage.runs import iter_results
 
 ERROR_STATES = {"FILES_FAILED", "AGENT_FAILED", "EVALUATION_FAILED"}
@@ -30,7 +31,7 @@ class JUnitBuilder:
             self.suite,
             "testcase",
             classname=self.run.suite_id,
-            name=row.case_name or row.case_id,
+            name=case_label(row),
             time=f"{row.execution_ms / 1000:.3f}",
         )
         if row.state in ERROR_STATES:

@@ -27,6 +27,12 @@ def md_inline(text: Any) -> str:
     return " ".join(escaped.split())
 
 
+def md_code(text: Any) -> str:
+    """Text as an inline code span: Markdown is not interpreted inside one, so only a backtick
+    (which would close it) is replaced and newlines folded."""
+    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+
+
 def to_json(value: Any, indent: int | None = None) -> str:
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json", exclude_none=True)
@@ -51,7 +57,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(md=md_inline, json=to_json, seconds=seconds, title=title)
+    env.filters.update(md=md_inline, code=md_code, json=to_json, seconds=seconds, title=title)
     return env
 
 

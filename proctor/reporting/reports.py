@@ -26,7 +26,7 @@ from proctor.reporting.convert import eval_case_result, iso, test_result
 from proctor.reporting.html import HtmlBuilder
 from proctor.reporting.junit import JUnitBuilder
 from proctor.reporting.render import metric_table, render, to_json
-from proctor.storage.runs import iter_results, metric_stats, tally
+from proctor.storage.runs import iter_results, metric_stats, tally, unsteady_cases
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,7 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
                 summary=summary,
                 metrics=metrics,
                 run=run,
+                unsteady=unsteady_cases(session=session, run=run),
                 judge_calls=sum(s["judge_calls"] for s in stats.values()),
                 cached_calls=sum(s["cached_calls"] for s in stats.values()),
             )

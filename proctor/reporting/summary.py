@@ -7,29 +7,31 @@ from typing import Any
 from sqlmodel import Session
 
 from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.reporting.convert import case_label
 from proctor.reporting.render import render
-from proctor.storage.runs import iter_results, metric_stats
+from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 MAX_TABLE_ROWS = 500
 MAX_FAILURES_LISTED = 50
 
 
-def _why(errors: list[str], failed_metrics: list[str], tools_matched: bool | None) -> str:
-    reasons = list(errors) or [f"{name} below threshold" for name in failed_metrics]
-    if tools_matched is False:
+def failure_reason(row: CaseResultRow, metrics: list[MetricResultRow]) -> str:
+    """Why a case did not pass, in one line: its errors, else the metrics below threshold."""
+    reasons = list(row.errors) or [f"{m.metric_name} below threshold" for m in metrics if not m.passed]
+    if row.tools_matched is False:
         reasons.append("expected tools not called")
     return "; ".join(reasons)[:300]
 
 
 def _entry(row: CaseResultRow, metrics: list[MetricResultRow]) -> dict[str, Any]:
     return {
-        "case": row.case_name or row.case_id,
+        "case": case_label(row),
         "state": row.state,
         "passed": bool(row.passed),
         **{m.metric_name: (round(m.score, 3) if m.score is not None else "error") for m in metrics},
         "agent_ms": round(row.agent_ms, 1),
         "tokens": row.total_tokens,
-        "why": _why(row.errors, [m.metric_name for m in metrics if not m.passed], row.tools_matched),
+        "why": failure_reason(row, metrics),
     }
 
 
@@ -55,5 +57,6 @@ def summary_markdown(*, session: Session, run: EvalRun, report_dir: str | None =
         metrics=metric_stats(session=session, run_id=run.id),
         failures=failures,
         more_failures=max(0, run.total_cases - run.passed_cases - len(failures)),
+        unsteady=unsteady_cases(session=session, run=run),
         report_dir=report_dir,
     )

@@ -12,19 +12,20 @@ from models.outcome import CaseOutcome
 
 
 @lru_cache(maxsize=65_536)
-def case_row_id(run_id: uuid.UUID, case_id: str) -> uuid.UUID:
+def case_row_id(run_id: uuid.UUID, case_id: str, attempt: int = 0) -> uuid.UUID:
     """Deterministic, so a case's checkpoint and final write name the same row (and a
     resumed run finds it); cached, since uuid5 costs a SHA-1 per call."""
-    return uuid.uuid5(run_id, case_id)
+    return uuid.uuid5(run_id, case_id if attempt == 0 else f"{case_id}#{attempt}")
 
 
 def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> dict[str, Any]:
     usage = outcome.usage
     final = outcome.state.is_final
     return {
-        "id": case_row_id(run_id, case.case_id),
+        "id": case_row_id(run_id, case.case_id, outcome.attempt),
         "run_id": run_id,
         "case_id": case.case_id,
+        "attempt": outcome.attempt,
         "position": position,
         "case_name": case.name,
         "state": outcome.state.value,
@@ -74,7 +75,7 @@ def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
 
 
 def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dict[str, Any]]:
-    row_id = case_row_id(run_id, case.case_id)
+    row_id = case_row_id(run_id, case.case_id, outcome.attempt)
     return [
         {
             "id": uuid.uuid4(),

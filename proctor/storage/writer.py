@@ -101,7 +101,7 @@ class ResultWriter:
         Returns once the write is committed: what `save` returned for is durable.
         """
         if outcome.checkpointed:
-            row = {"id": case_row_id(run_id, case.case_id), **final_columns(outcome)}
+            row = {"id": case_row_id(run_id, case.case_id, outcome.attempt), **final_columns(outcome)}
         else:
             row = case_row(run_id, case, outcome, position)
         write = _Write(
