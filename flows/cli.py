@@ -71,6 +71,41 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="call judges again even for identical calls",
     )
+    run.add_argument(
+        "--repeat", type=int, default=1, help="run every case N times; report passes k of n (default 1)"
+    )
+    run.add_argument(
+        "--baseline",
+        dest="baseline_run_id",
+        metavar="RUN_ID",
+        help="compare with this run (default: the last completed run of the same suite and agent)",
+    )
+    run.add_argument(
+        "--significance",
+        type=float,
+        default=0.05,
+        help="significance level of the regression test with --repeat (default 0.05)",
+    )
+    run.add_argument(
+        "--min-pass-rate",
+        type=float,
+        metavar="PERCENT",
+        help="exit 0 when the pass rate reaches this (default: every case must pass)",
+    )
+    run.add_argument(
+        "--slack-channel", help="post the summary to this Slack channel (token: SLACK_BOT_TOKEN)"
+    )
+    run.add_argument(
+        "--slack-webhook",
+        metavar="REF",
+        help="post through an incoming webhook: '${ENV_VAR}' or 'secret:<prefect-secret-block>'",
+    )
+    run.add_argument(
+        "--notify",
+        choices=("always", "failure", "regression", "never"),
+        default="failure",
+        help="when to post to Slack (default: failure)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -93,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a")
     compare.add_argument("run_b")
     compare.add_argument("--db", dest="database_url", help="results database URL")
+    compare.add_argument("--significance", type=float, default=0.05, help="of the test with repeats")
 
     schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
     schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
@@ -141,6 +177,16 @@ def _find_run(session: Any, text: str) -> Any:
     if len(matches) != 1:
         raise LookupError(f"{'no run' if not matches else 'more than one run'} matches {text!r}")
     return matches[0]
+
+
+def _resolve_run_id(database_url: str | None, text: str) -> Any:
+    """A run id from a full id or a unique prefix, looked up in the results database."""
+    from sqlmodel import Session
+
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(database_url or default_database_url())) as session:
+        return _find_run(session, text).id
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -203,7 +249,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from sqlmodel import Session
 
     from proctor.regression import compare_runs
@@ -215,11 +260,20 @@ def _compare(args: argparse.Namespace) -> int:
         except LookupError as error:
             _print_problems(error)
             return EXIT_BAD_INPUT
-        change = compare_runs(session=session, baseline_id=baseline.id, run_id=run.id)
+        change = compare_runs(
+            session=session, baseline_id=baseline.id, run_id=run.id, significance=args.significance
+        )
+    _print_regression(change)
+    return EXIT_FAILED if change.regressed else EXIT_PASSED
+
+
+def _print_regression(change: Any) -> None:
+    from rich.console import Console
+
     console = Console(highlight=False)
     console.print(
-        f"pass rate {change.pass_rate_before:.1f}% -> {change.pass_rate_after:.1f}% "
-        f"({change.pass_rate_delta:+.1f} points)"
+        f"against baseline {str(change.baseline_id)[:8]}: pass rate {change.pass_rate_before:.1f}% -> "
+        f"{change.pass_rate_after:.1f}% ({change.pass_rate_delta:+.1f} points)"
     )
     for label, cases in (
         ("newly failing", change.newly_failing),
@@ -229,10 +283,18 @@ def _compare(args: argparse.Namespace) -> int:
     ):
         if cases:
             console.print(f"{label}: {', '.join(cases)}")
+    if change.repeated:
+        for case in change.changed_cases:
+            console.print(
+                f"  {case.case_id}: passed {case.passed_before}/{case.runs_before} -> "
+                f"{case.passed_after}/{case.runs_after} (p = {case.p_value:.3g})"
+            )
+        console.print(f"pooled pass counts: p = {change.pooled_p_value:.3g}")
     for metric in change.metrics:
         if metric.delta is not None:
             console.print(f"  {metric.name}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})")
-    return EXIT_FAILED if change.regressed else EXIT_PASSED
+    verdict = "[bold red]regression[/]" if change.regressed else "[green]no regression[/]"
+    console.print(f"{verdict} ({change.method})")
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -293,6 +355,8 @@ def _summary_table(summary: Any, database_url: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
     _quiet_prefect(args.verbose)
+    from pydantic import ValidationError
+
     from flows.evaluate import EvaluationRequest, prepare
     from proctor.agents import AgentLoadError
     from proctor.loaders import Problem, SuiteError, discover, slug
@@ -307,6 +371,18 @@ def _run(args: argparse.Namespace) -> int:
     if bad_variants:
         _print_problems(ValueError(f"--variant expects NAME=TARGET; got {', '.join(bad_variants)}"))
         return EXIT_BAD_INPUT
+    if args.baseline_run_id:
+        try:
+            fields["baseline_run_id"] = _resolve_run_id(args.database_url, args.baseline_run_id)
+        except LookupError as error:
+            _print_problems(ValueError(f"--baseline: {error}"))
+            return EXIT_BAD_INPUT
+    if args.slack_channel or args.slack_webhook:
+        fields["slack"] = {
+            "channel": args.slack_channel,
+            "webhook_url": args.slack_webhook,
+            "notify": args.notify,
+        }
     fields["variants"] = [
         {"name": name, "agent": target} for name, target in (item.split("=", 1) for item in args.variant_args)
     ]
@@ -315,9 +391,13 @@ def _run(args: argparse.Namespace) -> int:
         try:
             request = EvaluationRequest(**{**fields, "suite": str(path)})
             _, cases, _ = prepare(request)
-            planned.append((request, len(cases)))
+            planned.append((request, len(cases) * request.repeat))
         except SuiteError as error:
             problems += error.problems
+        except ValidationError as error:
+            problems += [
+                Problem(str(path), ".".join(map(str, issue["loc"])), issue["msg"]) for issue in error.errors()
+            ]
         except (AgentLoadError, ValueError) as error:
             problems.append(Problem(str(path), "", str(error)))
     if problems or not planned:
@@ -365,6 +445,14 @@ def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         unsubscribe()
     for run in summary.variants or [summary]:
         _summary_table(run, request.database_url or default_database_url())
+        if run.regression:
+            from proctor.regression import Regression
+
+            _print_regression(Regression.from_dict(run.regression))
+        if run.notification:
+            status = run.notification.get("status")
+            detail = run.notification.get("error") or run.notification.get("channel") or ""
+            print(f"slack: {status}{f' ({detail})' if detail else ''}", file=sys.stderr)
     if summary.variants:
         from rich.console import Console
 

@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
 from models.case import Case, Suite
+from models.notify import SlackSettings
 from models.tables import EvalRun, RunStatus
 from proctor import __version__
 from proctor.agents import load_target
@@ -27,8 +28,10 @@ from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.metrics import REGISTRY
 from proctor.pipeline import CaseWork, RunSettings, release_runtime
+from proctor.regression import DEFAULT_SIGNIFICANCE
 from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, redact_url
+from tasks.notify import compare_with_baseline_task, notify_task
 from tasks.persist import finalize_run, open_run
 from tasks.report import publish_artifacts, render_reports_task, write_comparison_task
 from tasks.stages import Chunk, run_chunk
@@ -73,6 +76,25 @@ class EvaluationRequest(BaseModel):
     metadata: dict[str, str] = Field(
         default_factory=dict, description="Run only cases whose metadata has these values (key: value)"
     )
+    repeat: int = Field(
+        default=1, ge=1, le=100, description="Run every case this many times; cases report passes k of n"
+    )
+    baseline_run_id: uuid.UUID | None = Field(
+        default=None, description="Compare with this run; default: the last completed run of the suite"
+    )
+    significance: float = Field(
+        default=DEFAULT_SIGNIFICANCE,
+        gt=0,
+        lt=1,
+        description="Significance level of the regression test (Fisher's exact test, with --repeat)",
+    )
+    min_pass_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="The run passes its gate at this pass rate (percent); default: every case must pass",
+    )
+    slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
 
 
 class RunSummary(BaseModel):
@@ -92,11 +114,28 @@ class RunSummary(BaseModel):
     variants: list[RunSummary] = Field(default_factory=list)
     best_variant: str | None = None
     comparison_dir: str | None = None
+    repeat: int = 1
+    min_pass_rate: float | None = None
+    regression: dict[str, Any] | None = None
+    notification: dict[str, Any] | None = None
+
+    @property
+    def gate_passed(self) -> bool:
+        """Completed, no regression against the baseline, and every case passed (or, with
+        `min_pass_rate`, the pass rate reached it): the CLI's exit code 0."""
+        if self.status is not RunStatus.COMPLETED or (self.regression or {}).get("regressed"):
+            return False
+        if self.min_pass_rate is None:
+            return self.failed == 0
+        return (self.pass_rate or 0.0) >= self.min_pass_rate
 
     @property
     def all_passed(self) -> bool:
-        runs = self.variants or [self]
-        return all(run.status is RunStatus.COMPLETED and run.failed == 0 for run in runs)
+        return all(run.gate_passed for run in self.variants or [self])
+
+    @property
+    def regressed(self) -> bool:
+        return any((run.regression or {}).get("regressed", False) for run in self.variants or [self])
 
 
 def select_cases(
@@ -201,6 +240,14 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
         raise SuiteError(list(unique.values()))
 
 
+def chunk_label(offset: int, chunk: list[tuple[int, Case, int]]) -> str:
+    """A chunk's name in the Prefect UI: its case (and repeat) when alone, else its range."""
+    if len(chunk) == 1:
+        _, case, attempt = chunk[0]
+        return case.case_id if attempt == 0 else f"{case.case_id} (repeat {attempt + 1})"
+    return f"cases {offset + 1}-{offset + len(chunk)}"
+
+
 def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return DEFAULT_REPORT_ROOT / slug(suite.suite_id) / f"{stamp}-{str(run_id)[:8]}"
@@ -256,7 +303,8 @@ async def run_suite(
             environment=environment_info(),
             flow_run_id=str(flow_run.id) if flow_run.id else None,
             proctor_version=__version__,
-            planned_cases=len(cases),
+            planned_cases=len(cases) * request.repeat,
+            repeat=request.repeat,
         ),
     )
     settings = RunSettings(
@@ -270,21 +318,33 @@ async def run_suite(
         model_call_limit=request.model_call_limit,
         case_timeout_s=request.case_timeout_s,
     )
-    size = request.chunk_size or auto_chunk_size(len(cases))
-    logger.info("run %s: %d cases of %s in chunks of %d", run_id, len(cases), suite.name, size)
+    # Every case once, then again for each repeat: repeats of a case spread over the run.
+    planned = [
+        (position, case, attempt) for attempt in range(request.repeat) for position, case in enumerate(cases)
+    ]
+    size = request.chunk_size or auto_chunk_size(len(planned))
+    logger.info(
+        "run %s: %d cases of %s%s in chunks of %d",
+        run_id,
+        len(cases),
+        suite.name,
+        f", each {request.repeat} times" if request.repeat > 1 else "",
+        size,
+    )
 
     # Enough chunks in flight to keep `concurrency` agents busy, not the whole suite at once.
     gate = asyncio.Semaphore(max(2, math.ceil(2 * request.concurrency / size)))
 
-    async def guarded(offset: int, chunk: list[Case]) -> None:
-        label = chunk[0].case_id if len(chunk) == 1 else f"cases {offset + 1}-{offset + len(chunk)}"
+    async def guarded(offset: int, chunk: list[tuple[int, Case, int]]) -> None:
+        label = chunk_label(offset, chunk)
         async with gate:
-            works = [CaseWork(offset + i, case) for i, case in enumerate(chunk)]
+            works = [CaseWork(position, case, attempt) for position, case, attempt in chunk]
             await run_chunk(Chunk(label, works), settings)
 
     try:
         outcomes = await asyncio.gather(
-            *(guarded(offset, list(chunk)) for offset, chunk in chunked(cases, size)), return_exceptions=True
+            *(guarded(offset, list(chunk)) for offset, chunk in chunked(planned, size)),
+            return_exceptions=True,
         )
     finally:
         release_runtime(run_id)
@@ -293,9 +353,16 @@ async def run_suite(
     run = await finalize_run(
         database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
     )
+    regression = await compare_with_baseline_task(
+        database_url, run_id, request.baseline_run_id, request.significance
+    )
     report_dir = report_dir or default_report_dir(suite, run_id)
     await render_reports_task(database_url, run_id, str(report_dir))
     await publish_artifacts(database_url, run_id, str(report_dir))
+    notification = None
+    if request.slack is not None:
+        result = await notify_task(database_url, run_id, request.slack, regression, str(DEFAULT_REPORT_ROOT))
+        notification = result.to_dict()
     summary = RunSummary(
         run_id=run_id,
         variant=variant.name if variant else None,
@@ -310,6 +377,10 @@ async def run_suite(
         report_dir=str(report_dir),
         database=redact_url(database_url),
         error=error,
+        repeat=request.repeat,
+        min_pass_rate=request.min_pass_rate,
+        regression=regression.to_dict() if regression else None,
+        notification=notification,
     )
     if failures:
         raise RuntimeError(f"run {run_id} did not finish: {error}") from failures[0]

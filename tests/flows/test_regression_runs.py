@@ -1,0 +1,174 @@
+"""Nightly-style runs end to end: repeats counted k of n, the comparison with the baseline
+stored and reported, the exit code as a CI gate, and the Slack summary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from flows.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, main
+from flows.evaluate import EvaluationRequest, evaluate
+from models.notify import SlackSettings
+from models.tables import CaseResultRow, EvalRun
+from proctor.storage import get_engine
+from tests.conftest import EXAMPLE_SUITE, ROOT
+from tests.fakes.slack_server import FakeSlack
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
+
+WEATHER = f"{ROOT / 'examples' / 'weather' / 'agent.py'}:weather_agent"
+BROKEN = """
+from examples.weather.agent import weather_agent
+
+def agent(request):
+    if request.case_id == "basic_weather":
+        return "Sorry, the weather service is down."
+    return weather_agent(request)
+"""
+
+
+@pytest.fixture
+def broken_agent(tmp_path: Path) -> str:
+    (tmp_path / "broken.py").write_text(BROKEN)
+    return f"{tmp_path / 'broken.py'}:agent"
+
+
+def run(url: str, out: Path, *extra: str, agent: str = WEATHER) -> int:
+    return main(
+        [
+            "run",
+            str(EXAMPLE_SUITE),
+            "--db",
+            url,
+            "--no-progress",
+            "--output",
+            str(out),
+            "--agent",
+            agent,
+            *extra,
+        ]
+    )
+
+
+def runs(url: str) -> list[EvalRun]:
+    with Session(get_engine(url)) as session:
+        return list(session.exec(select(EvalRun).order_by(EvalRun.started_at)).all())
+
+
+def test_repeats_a_a_rerun_and_a_real_regression(sqlite_url, tmp_path, broken_agent, capsys) -> None:
+    # Night 1: six repeats of every case; the weather agent fails one case every time.
+    assert run(sqlite_url, tmp_path / "n1", "--repeat", "6", "--min-pass-rate", "75") == EXIT_PASSED
+    first = runs(sqlite_url)[-1]
+    assert (first.repeat, first.total_cases, first.passed_cases, first.comparison) == (6, 30, 24, None)
+    with Session(get_engine(sqlite_url)) as session:
+        rows = session.exec(select(CaseResultRow).where(CaseResultRow.run_id == first.id)).all()
+    assert sorted({row.attempt for row in rows}) == list(range(6)) and len(rows) == 30
+    report = (tmp_path / "n1" / "report.md").read_text()
+    assert "every case ran 6 times" in report and "Tokyo weather lookup (repeat 6)" in report
+    assert "| `fahrenheit_units` | 0/6 |" in report  # k of n for the cases that did not always pass
+    capsys.readouterr()
+
+    # Night 2, same agent: an A/A rerun. Compared with night 1, no alarm; the gate holds.
+    assert run(sqlite_url, tmp_path / "n2", "--repeat", "6", "--min-pass-rate", "75") == EXIT_PASSED
+    second = runs(sqlite_url)[-1]
+    assert second.baseline_run_id == first.id and second.comparison["regressed"] is False
+    assert "No regression" in (tmp_path / "n2" / "report.md").read_text()
+    capsys.readouterr()
+
+    # Night 3, another agent with one case broken: 18/30 = 60%, above the 50% gate. Baselines
+    # are per suite and agent, so it has none yet and nothing to regress from: exit 0.
+    assert (
+        run(sqlite_url, tmp_path / "n3", "--repeat", "6", "--min-pass-rate", "50", agent=broken_agent)
+        == EXIT_PASSED
+    )
+    out = capsys.readouterr().out
+    third = runs(sqlite_url)[-1]
+    assert third.baseline_run_id is None  # another agent: no baseline of its own yet
+    assert "regression" not in out.lower()
+
+    # Pinned against night 2, the broken agent's run is a regression, found by Fisher's test.
+    assert (
+        run(
+            sqlite_url,
+            tmp_path / "n4",
+            "--repeat",
+            "6",
+            "--min-pass-rate",
+            "50",
+            "--baseline",
+            str(second.id)[:8],
+            agent=broken_agent,
+        )
+        == EXIT_FAILED
+    )
+    out = capsys.readouterr().out
+    fourth = runs(sqlite_url)[-1]
+    comparison = fourth.comparison
+    assert fourth.baseline_run_id == second.id and comparison["regressed"] is True
+    assert comparison["significant_cases"] == ["basic_weather"]
+    (change,) = [c for c in comparison["changed_cases"] if c["case_id"] == "basic_weather"]
+    assert (change["passed_before"], change["runs_before"], change["passed_after"], change["runs_after"]) == (
+        6,
+        6,
+        0,
+        6,
+    )
+    assert change["p_value"] == pytest.approx(1 / 924)
+    assert "basic_weather" in out and "Fisher" in out
+    report = (tmp_path / "n4" / "report.md").read_text()
+    assert "**Regression**" in report and "| `basic_weather` | 6/6 | 0/6 | 0.00108 ⚠ |" in report
+    html = (tmp_path / "n4" / "report.html").read_text()
+    assert "basic_weather" in html
+
+    # `proctor compare` says the same from the stored runs.
+    assert main(["compare", str(second.id), str(fourth.id), "--db", sqlite_url]) == EXIT_FAILED
+    assert "basic_weather" in capsys.readouterr().out
+
+
+def test_bad_baseline_and_repeat_values_are_input_errors(sqlite_url, tmp_path, capsys) -> None:
+    assert run(sqlite_url, tmp_path, "--baseline", "deadbeef") == EXIT_BAD_INPUT
+    assert "--baseline" in capsys.readouterr().err
+    assert run(sqlite_url, tmp_path, "--repeat", "0") == EXIT_BAD_INPUT
+    assert "repeat" in capsys.readouterr().err
+    assert run(sqlite_url, tmp_path, "--min-pass-rate", "150") == EXIT_BAD_INPUT
+
+
+def test_flow_posts_to_slack_and_records_it(sqlite_url, tmp_path, broken_agent, monkeypatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-flow-test")
+    with FakeSlack(token="xoxb-flow-test") as slack:
+        settings = SlackSettings(channel="#agent-evals", notify="always", api_url=slack.api_url)
+        for agent, folder in ((WEATHER, "a"), (WEATHER, "b")):
+            request = EvaluationRequest(
+                suite=str(EXAMPLE_SUITE),
+                agent=agent,
+                database_url=sqlite_url,
+                report_dir=str(tmp_path / folder),
+                slack=settings,
+            )
+            summary = asyncio.run(evaluate(request))
+        assert summary.notification["status"] == "sent"
+        summary_post, thread = slack.messages()[-2:]
+        text = json.dumps(summary_post["blocks"])
+        assert "80.0% (4/5 passed" in text and "no regression" in text
+        assert (tmp_path / "b" / "report.html").as_uri() in text
+        assert thread["thread_ts"] and "fahrenheit" in json.dumps(thread["blocks"]).lower()
+
+        slack.down()  # Slack is down: the run, its results and its reports are intact
+        request = EvaluationRequest(
+            suite=str(EXAMPLE_SUITE),
+            agent=broken_agent,
+            database_url=sqlite_url,
+            report_dir=str(tmp_path / "c"),
+            slack=settings.model_copy(update={"retry_backoff": 0.01}),
+        )
+        summary = asyncio.run(evaluate(request))
+    assert summary.status.value == "completed" and summary.total == 5
+    assert summary.notification["status"] == "failed" and "503" in summary.notification["error"]
+    stored = runs(sqlite_url)[-1]
+    assert stored.notification["status"] == "failed" and stored.passed_cases == 3
+    assert (tmp_path / "c" / "report.html").exists()
+    assert "xoxb-flow-test" not in json.dumps(stored.notification)
