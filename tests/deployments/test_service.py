@@ -1,0 +1,161 @@
+"""Proctor as a service, for real: a Prefect server and a process worker started here, the
+deployments created from `prefect.yaml` by `prefect deploy`, runs triggered through the API
+as the UI does, results found in the database and the summary received by a Slack server.
+
+Slow (a server, a worker and two flow-run subprocesses: about a minute), so it runs once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, select
+
+from models.tables import CaseResultRow, EvalRun, RunStatus
+from proctor.storage import get_engine
+from tests.conftest import ROOT
+from tests.fakes.processes import free_port, running, wait_http
+from tests.fakes.slack_server import FakeSlack
+
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+TOKEN = "xoxb-service-test-token"
+FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A Prefect server, the `proctor` process pool, the deployments and one worker."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    logs = tmp_path_factory.mktemp("logs")
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+    }
+    env.pop("PREFECT_PROFILES_PATH", None)
+    server_command = [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with running(server_command, env=env, log=logs / "server.log") as server:
+        wait_http(f"{api}/health", timeout=120, process=server, log=logs / "server.log")
+        for command in (
+            [PREFECT, "work-pool", "create", "proctor", "--type", "process"],
+            [PREFECT, "--no-prompt", "deploy", "--all"],
+        ):
+            done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+            assert done.returncode == 0, f"{command}: {done.stdout}\n{done.stderr}"
+        with FakeSlack(token=TOKEN) as slack:
+            worker_env = {**env, "SLACK_BOT_TOKEN": TOKEN}
+            worker_command = [PREFECT, "worker", "start", "--pool", "proctor", "--limit", "1"]
+            with running(worker_command, env=worker_env, log=logs / "worker.log", cwd=ROOT) as worker:
+                yield {"api": api, "slack": slack, "worker": worker, "logs": logs}
+
+
+def _client(api: str) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    class _Scoped:
+        def __enter__(self) -> Any:
+            self._settings = temporary_settings({PREFECT_API_URL: api})
+            self._settings.__enter__()
+            self._client = get_client(sync_client=True)
+            return self._client.__enter__()
+
+        def __exit__(self, *exc: Any) -> None:
+            self._client.__exit__(*exc)
+            self._settings.__exit__(*exc)
+
+    return _Scoped()
+
+
+def _trigger_and_wait(service: dict[str, Any], deployment: str, request: dict[str, Any]) -> Any:
+    """What the UI's 'Run' button does: a flow run created from the deployment, then polled."""
+    with _client(service["api"]) as client:
+        found = client.read_deployment_by_name(f"proctor-evaluate/{deployment}")
+        flow_run = client.create_flow_run_from_deployment(found.id, parameters={"request": request})
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            flow_run = client.read_flow_run(flow_run.id)
+            if flow_run.state and flow_run.state.type.value in FINAL_STATES:
+                return flow_run
+            time.sleep(1)
+    worker_log = (service["logs"] / "worker.log").read_text()[-4000:]
+    raise AssertionError(f"flow run did not finish; worker log:\n{worker_log}")
+
+
+def test_deployments_from_prefect_yaml_have_schedule_and_form(service: dict[str, Any]) -> None:
+    with _client(service["api"]) as client:
+        nightly = client.read_deployment_by_name("proctor-evaluate/nightly")
+        on_demand = client.read_deployment_by_name("proctor-evaluate/evaluate")
+    schedule = nightly.schedules[0].schedule
+    assert (schedule.cron, schedule.timezone) == ("0 3 * * *", "Europe/Paris")
+    assert nightly.work_pool_name == on_demand.work_pool_name == "proctor"
+    form = on_demand.parameter_openapi_schema
+    request_schema = json.dumps(form)
+    # The Pydantic request model is the UI's form: its fields are there with their descriptions.
+    for field in ("suite", "agent", "variants", "repeat", "min_pass_rate", "slack", "notify", "channel"):
+        assert f'"{field}"' in request_schema, field
+    assert nightly.parameters["request"]["slack"]["notify"] == "regression"
+
+
+def test_nightly_run_on_a_worker_stores_results_compares_and_posts_to_slack(
+    service: dict[str, Any], tmp_path: Path
+) -> None:
+    database = tmp_path / "results.db"
+    slack: FakeSlack = service["slack"]
+    request = {
+        "suite": "examples/weather/weather.evalset.json",
+        "database_url": f"sqlite:///{database}",
+        "report_dir": str(tmp_path / "reports"),
+        "slack": {"channel": "#agent-evals", "notify": "always", "api_url": slack.api_url},
+    }
+    first = _trigger_and_wait(service, "nightly", request)
+    assert first.state.type.value == "COMPLETED", first.state
+    second = _trigger_and_wait(service, "nightly", request | {"report_dir": str(tmp_path / "reports2")})
+    assert second.state.type.value == "COMPLETED", second.state
+
+    with Session(get_engine(f"sqlite:///{database}")) as session:
+        runs = {run.flow_run_id: run for run in session.exec(select(EvalRun)).all()}
+        assert set(runs) == {str(first.id), str(second.id)}
+        one, two = runs[str(first.id)], runs[str(second.id)]
+        for run in (one, two):
+            assert run.status is RunStatus.COMPLETED
+            assert (run.total_cases, run.passed_cases) == (5, 4)
+            cases = session.exec(select(CaseResultRow).where(CaseResultRow.run_id == run.id)).all()
+            assert len(cases) == 5
+        # The first run had no baseline; the second compared itself with the first: A/A, no alarm.
+        assert one.comparison is None and one.baseline_run_id is None
+        assert two.baseline_run_id == one.id
+        assert two.comparison["regressed"] is False and two.comparison["newly_failing"] == []
+        assert two.notification["status"] == "sent"
+    assert (tmp_path / "reports2" / "report.html").exists()
+
+    posts = [r for r in slack.requests if r["path"].endswith("chat.postMessage")]
+    summaries = [p for p in posts if not p["body"].get("thread_ts")]
+    threads = [p for p in posts if p["body"].get("thread_ts")]
+    assert len(summaries) == 2 and len(threads) == 2
+    text = json.dumps(summaries[-1]["body"])
+    assert f"/runs/flow-run/{second.id}" in text
+    assert TOKEN not in text
+
+
+def test_flow_run_of_a_missing_suite_fails_visibly(service: dict[str, Any], tmp_path: Path) -> None:
+    request = {
+        "suite": f"examples/{uuid.uuid4().hex}.evalset.json",
+        "database_url": f"sqlite:///{tmp_path}/r.db",
+    }
+    flow_run = _trigger_and_wait(service, "evaluate", request)
+    assert flow_run.state.type.value == "FAILED"
+    assert "not found" in (flow_run.state.message or "").lower() or flow_run.state.message
