@@ -109,6 +109,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
+    resume = commands.add_parser(
+        "resume", help="finish a run that stopped (killed, crashed, database lost): finished cases are kept"
+    )
+    resume.add_argument("run_id", help="the run's id, or its first characters as `history` shows them")
+    resume.add_argument("--db", dest="database_url", help="results database URL (the run's)")
+    resume.add_argument("--output", dest="report_dir", help="report folder (default: as the run asked)")
+    resume.add_argument("--concurrency", type=int, help="cases whose agent runs at once (default: as before)")
+    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
+    resume.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+
     validate = commands.add_parser(
         "validate", help="check suites (a file or a folder) without running anything"
     )
@@ -462,6 +472,61 @@ def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     return EXIT_PASSED if summary.all_passed else EXIT_FAILED
 
 
+def _resume(args: argparse.Namespace) -> int:
+    """Run again what a stopped run did not finish, with the request it was started with."""
+    _quiet_prefect(args.verbose)
+    from pydantic import ValidationError
+    from sqlmodel import Session
+
+    from flows.evaluate import EvaluationRequest, prepare
+    from models.tables import RunStatus
+    from proctor.agents import AgentLoadError
+    from proctor.loaders import Problem, SuiteError
+    from proctor.storage import default_database_url, get_engine
+    from proctor.storage.runs import resume_point
+
+    database_url = args.database_url or default_database_url()
+    try:
+        with Session(get_engine(database_url)) as session:
+            run = _find_run(session, args.run_id)
+            finished = len(resume_point(session=session, run_id=run.id).finished)
+    except LookupError as error:
+        _print_problems(ValueError(f"resume: {error}"))
+        return EXIT_BAD_INPUT
+    if run.status is RunStatus.COMPLETED:
+        _print_problems(ValueError(f"resume: run {run.id} already completed; nothing to resume"))
+        return EXIT_BAD_INPUT
+    fields = {
+        key: value for key, value in (run.config or {}).items() if key in EvaluationRequest.model_fields
+    }
+    fields.update(database_url=database_url, resume_run_id=str(run.id))
+    if args.report_dir:
+        fields["report_dir"] = args.report_dir
+    if args.concurrency:
+        fields["concurrency"] = args.concurrency
+    try:
+        request = EvaluationRequest(**fields)
+        _, cases, _ = prepare(request)
+    except SuiteError as error:
+        _print_problems(error)
+        return EXIT_BAD_INPUT
+    except ValidationError as error:
+        _print_problems(
+            SuiteError(
+                [Problem(run.suite_path, ".".join(map(str, i["loc"])), i["msg"]) for i in error.errors()]
+            )
+        )
+        return EXIT_BAD_INPUT
+    except (AgentLoadError, ValueError) as error:
+        _print_problems(SuiteError([Problem(run.suite_path, "", str(error))]))
+        return EXIT_BAD_INPUT
+    remaining = max(0, len(cases) * request.repeat - finished)
+    print(
+        f"resuming run {run.id}: {finished} case runs already finished, {remaining} to run", file=sys.stderr
+    )
+    return _run_one(request, remaining, args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -472,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_PASSED
     if args.command == "run":
         return _run(args)
+    if args.command == "resume":
+        return _resume(args)
     if args.command == "validate":
         return _validate(args)
     if args.command == "schema":

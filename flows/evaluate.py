@@ -16,9 +16,11 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 
 from models.case import Case, Suite
 from models.notify import SlackSettings
+from models.outcome import AgentTurn
 from models.tables import EvalRun, RunStatus
 from proctor import __version__
 from proctor.agents import load_target
@@ -27,10 +29,11 @@ from proctor.chunking import auto_chunk_size, chunked
 from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.metrics import REGISTRY
-from proctor.pipeline import CaseWork, RunSettings, release_runtime
+from proctor.pipeline import AgentCheckpoint, CaseWork, RunSettings, release_runtime
 from proctor.regression import DEFAULT_SIGNIFICANCE
 from proctor.reporting.reports import environment_info
-from proctor.storage import default_database_url, redact_url
+from proctor.storage import default_database_url, get_engine, redact_url
+from proctor.storage.runs import ResumePoint, reopen_run, resume_point, run_of_flow_run
 from tasks.notify import compare_with_baseline_task, notify_task
 from tasks.persist import finalize_run, open_run
 from tasks.report import publish_artifacts, render_reports_task, write_comparison_task
@@ -95,6 +98,10 @@ class EvaluationRequest(BaseModel):
         description="The run passes its gate at this pass rate (percent); default: every case must pass",
     )
     slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
+    resume_run_id: uuid.UUID | None = Field(
+        default=None,
+        description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
+    )
 
 
 class RunSummary(BaseModel):
@@ -260,6 +267,12 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     suite, cases, agent = prepare(request)
     for warning in suite.warnings:
         logger.warning(warning)
+    if request.resume_run_id is not None:
+        variant = resumed_variant(request)
+        report_dir = Path(request.report_dir) if request.report_dir else None
+        return await run_suite(
+            request, suite, cases, variant.agent if variant else agent, variant, report_dir
+        )
     if not request.variants:
         report_dir = Path(request.report_dir) if request.report_dir else None
         return await run_suite(request, suite, cases, agent, None, report_dir)
@@ -278,6 +291,48 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     )
 
 
+def resumed_variant(request: EvaluationRequest) -> VariantSpec | None:
+    """The variant the resumed run belongs to (a run of several variants resumes one of them)."""
+    with Session(get_engine(request.database_url or default_database_url())) as session:
+        run = session.get(EvalRun, request.resume_run_id)
+    if run is None:
+        raise SuiteError(
+            [Problem(request.suite, "resume_run_id", f"no run {request.resume_run_id} in this database")]
+        )
+    if run.variant is None:
+        return None
+    for variant in request.variants:
+        if variant.name == run.variant:
+            return variant
+    raise SuiteError(
+        [Problem(request.suite, "variants", f"the run's variant {run.variant!r} is not in the request")]
+    )
+
+
+def _start_or_resume(
+    request: EvaluationRequest, database_url: str, variant: VariantSpec | None, new_run: EvalRun
+) -> tuple[uuid.UUID, ResumePoint | None]:
+    """A new run, or the stopped one being resumed: the one named by `resume_run_id`, or the
+    one this same Prefect flow run started before it was retried (a retry resumes)."""
+    flow_run_id = str(flow_run.id) if flow_run.id else None
+    with Session(get_engine(database_url), expire_on_commit=False) as session:
+        stopped = None
+        if request.resume_run_id is not None:
+            stopped = session.get(EvalRun, request.resume_run_id)
+        elif flow_run_id:
+            stopped = run_of_flow_run(
+                session=session, flow_run_id=flow_run_id, variant=variant.name if variant else None
+            )
+        if stopped is None:
+            return open_run(database_url=database_url, run=new_run), None
+        if stopped.status is RunStatus.COMPLETED:
+            raise SuiteError([Problem(request.suite, "resume_run_id", f"run {stopped.id} already completed")])
+        reopen_run(session=session, run_id=stopped.id, flow_run_id=flow_run_id)
+        point = resume_point(session=session, run_id=stopped.id)
+        session.commit()
+        return stopped.id, point
+
+
 async def run_suite(
     request: EvaluationRequest,
     suite: Suite,
@@ -289,9 +344,11 @@ async def run_suite(
     """One run: one agent over the selected cases; every case is stored as soon as it is done."""
     logger = get_run_logger()
     database_url = request.database_url or default_database_url()
-    run_id = open_run(
-        database_url=database_url,
-        run=EvalRun(
+    run_id, resumed = _start_or_resume(
+        request,
+        database_url,
+        variant,
+        EvalRun(
             suite_id=suite.suite_id,
             suite_name=suite.name,
             suite_path=suite.path,
@@ -322,7 +379,25 @@ async def run_suite(
     planned = [
         (position, case, attempt) for attempt in range(request.repeat) for position, case in enumerate(cases)
     ]
-    size = request.chunk_size or auto_chunk_size(len(planned))
+    checkpoints: dict[tuple[str, int], AgentCheckpoint] = {}
+    if resumed is not None:
+        planned = [item for item in planned if (item[1].case_id, item[2]) not in resumed.finished]
+        checkpoints = {
+            key: AgentCheckpoint(
+                turns=[AgentTurn.model_validate(turn) for turn in row.turns],
+                agent_ms=row.agent_ms,
+                started_at=row.started_at,
+            )
+            for key, row in resumed.checkpoints.items()
+        }
+        logger.info(
+            "resuming run %s: %d case runs already finished, %d to run (%d with their agent's turns stored)",
+            run_id,
+            len(resumed.finished),
+            len(planned),
+            len(checkpoints),
+        )
+    size = request.chunk_size or auto_chunk_size(max(1, len(planned)))
     logger.info(
         "run %s: %d cases of %s%s in chunks of %d",
         run_id,
@@ -338,7 +413,10 @@ async def run_suite(
     async def guarded(offset: int, chunk: list[tuple[int, Case, int]]) -> None:
         label = chunk_label(offset, chunk)
         async with gate:
-            works = [CaseWork(position, case, attempt) for position, case, attempt in chunk]
+            works = [
+                CaseWork(position, case, attempt, checkpoints.get((case.case_id, attempt)))
+                for position, case, attempt in chunk
+            ]
             await run_chunk(Chunk(label, works), settings)
 
     try:

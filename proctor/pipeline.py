@@ -53,6 +53,16 @@ class RunSettings(BaseModel):
 
 
 @dataclass
+class AgentCheckpoint:
+    """What a resumed run reuses of a case whose agent had finished before the run stopped:
+    its turns are stored, so the agent is not called again; only its metrics run."""
+
+    turns: list[AgentTurn]
+    agent_ms: float
+    started_at: datetime
+
+
+@dataclass
 class CaseWork:
     """A case on its way through the stages, with its position in the suite and which
     repeat of it this is (`--repeat N` runs every case N times)."""
@@ -60,6 +70,7 @@ class CaseWork:
     position: int
     case: Case
     attempt: int = 0
+    checkpoint: AgentCheckpoint | None = None
     outcome: CaseOutcome = field(init=False)
 
     def __post_init__(self) -> None:
@@ -309,6 +320,11 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
     async def one(work: CaseWork) -> None:
         outcome = work.outcome
         if outcome.state is not CaseState.FILES_READY:
+            return
+        if work.checkpoint is not None:  # resumed: the agent's turns are already stored
+            outcome.turns, outcome.agent_ms = work.checkpoint.turns, work.checkpoint.agent_ms
+            outcome.started_at, outcome.checkpointed = work.checkpoint.started_at, True
+            outcome.state = CaseState.AGENT_COMPLETE
             return
         async with runtime.limiter:
             outcome.state = CaseState.EXECUTING_AGENT

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -144,6 +145,57 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
         }
         for name, count, passed, errors, avg, low, high, calls, cached, tokens in rows
     }
+
+
+@dataclass
+class ResumePoint:
+    """Where a run stopped: the case runs (case id, attempt) that reached a final state, and
+    the turns of those whose agent had finished but not their metrics (their checkpoint)."""
+
+    finished: set[tuple[str, int]] = field(default_factory=set)
+    checkpoints: dict[tuple[str, int], CaseResultRow] = field(default_factory=dict)
+
+
+def resume_point(*, session: Session, run_id: uuid.UUID) -> ResumePoint:
+    """Read once when a run is resumed; only the unfinished cases' rows are kept whole."""
+    final = [state.value for state in CaseState if state.is_final]
+    point = ResumePoint()
+    for case_id, attempt in session.exec(
+        select(CaseResultRow.case_id, CaseResultRow.attempt).where(
+            CaseResultRow.run_id == run_id, col(CaseResultRow.state).in_(final)
+        )
+    ):
+        point.finished.add((case_id, attempt))
+    for row in session.exec(
+        select(CaseResultRow).where(
+            CaseResultRow.run_id == run_id, CaseResultRow.state == CaseState.AGENT_COMPLETE.value
+        )
+    ):
+        point.checkpoints[(row.case_id, row.attempt)] = row
+    return point
+
+
+def reopen_run(*, session: Session, run_id: uuid.UUID, flow_run_id: str | None) -> EvalRun:
+    """Mark a stopped run as running again (it keeps its id, start time and stored cases)."""
+    run = session.get(EvalRun, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    run.status, run.error, run.finished_at = RunStatus.RUNNING, None, None
+    if flow_run_id:
+        run.flow_run_id = flow_run_id
+    session.add(run)
+    return run
+
+
+def run_of_flow_run(*, session: Session, flow_run_id: str, variant: str | None) -> EvalRun | None:
+    """The unfinished run a Prefect flow run started before it was retried, if any."""
+    query = select(EvalRun).where(EvalRun.flow_run_id == flow_run_id, EvalRun.status != RunStatus.COMPLETED)
+    query = (
+        query.where(col(EvalRun.variant).is_(None))
+        if variant is None
+        else query.where(EvalRun.variant == variant)
+    )
+    return session.exec(query.order_by(col(EvalRun.started_at).desc()).limit(1)).first()
 
 
 def completed_case_ids(*, session: Session, run_id: uuid.UUID) -> set[str]:
