@@ -42,6 +42,17 @@ from tasks.stages import Chunk, run_chunk
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
 
 
+class RunIncomplete(RuntimeError):
+    """A run stopped before every case was done; what was finished is stored."""
+
+    def __init__(self, run_id: uuid.UUID, reason: str) -> None:
+        super().__init__(
+            f"run {run_id} did not finish: {reason}. Its finished cases are stored; "
+            f"`proctor resume {str(run_id)[:8]}` runs the rest"
+        )
+        self.run_id = run_id
+
+
 class VariantSpec(BaseModel):
     """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
 
@@ -427,10 +438,13 @@ async def run_suite(
     finally:
         release_runtime(run_id)
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    error = f"{len(failures)} chunk(s) failed; first: {failures[0]!r}" if failures else None
-    run = await finalize_run(
-        database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
-    )
+    error = f"{len(failures)} chunk(s) failed; first: {failures[0]}" if failures else None
+    try:
+        run = await finalize_run(
+            database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
+        )
+    except Exception as lost:  # the database is gone: say so, and how to finish the run later
+        raise RunIncomplete(run_id, error or f"its end could not be recorded: {lost}") from lost
     regression = await compare_with_baseline_task(
         database_url, run_id, request.baseline_run_id, request.significance
     )
@@ -461,6 +475,6 @@ async def run_suite(
         notification=notification,
     )
     if failures:
-        raise RuntimeError(f"run {run_id} did not finish: {error}") from failures[0]
+        raise RunIncomplete(run_id, error or "") from failures[0]
     logger.info("run %s: %d/%d passed", run_id, summary.passed, summary.total)
     return summary

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import threading
 import time
@@ -32,8 +33,20 @@ log = logging.getLogger("proctor.storage")
 CASE_TABLE = CaseResultRow.__table__  # type: ignore[attr-defined]
 METRIC_TABLE = MetricResultRow.__table__  # type: ignore[attr-defined]
 
-# Waits between attempts when the database is unreachable (about 30 s in all).
-RECONNECT_DELAYS_S: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+RETRY_BUDGET_ENV = "PROCTOR_DB_RETRY_S"
+
+
+def reconnect_delays(budget_s: float | None = None) -> tuple[float, ...]:
+    """Waits between attempts when the database is unreachable: doubling from 0.5 s (at most
+    15 s each) until the budget, `PROCTOR_DB_RETRY_S` (default 30 s), is spent."""
+    if budget_s is None:
+        budget_s = float(os.environ.get(RETRY_BUDGET_ENV) or 30)
+    delays, delay = [], 0.5
+    while budget_s > 1e-9:
+        delays.append(min(delay, budget_s))
+        budget_s -= delays[-1]
+        delay = min(2 * delay, 15.0)
+    return tuple(delays)
 
 
 class DatabaseWriteError(RuntimeError):
@@ -93,6 +106,7 @@ class ResultWriter:
         self._thread.start()
         self.commits = 0
         self.writes = 0
+        self.delays = reconnect_delays()
 
     # -- what callers use -------------------------------------------------------------
     async def save(self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> None:
@@ -154,7 +168,7 @@ class ResultWriter:
                 batch,
                 DatabaseWriteError(
                     f"could not write results to {redact_url(str(self.engine.url))} after "
-                    f"{len(RECONNECT_DELAYS_S) + 1} attempts: {error.orig!r}"
+                    f"{len(self.delays) + 1} attempts: {error.orig!r}"
                 ),
             )
             return
@@ -166,7 +180,7 @@ class ResultWriter:
         _resolve(batch, None)
 
     def _with_reconnect(self, batch: list[_Write]) -> None:
-        for attempt in range(len(RECONNECT_DELAYS_S) + 1):
+        for attempt in range(len(self.delays) + 1):
             try:
                 with self.engine.begin() as connection:
                     _apply(connection, batch)
@@ -176,9 +190,9 @@ class ResultWriter:
             except DBAPIError as error:
                 if not error.connection_invalidated and not _is_transient(error):
                     raise
-                if attempt == len(RECONNECT_DELAYS_S):
+                if attempt == len(self.delays):
                     raise
-                delay = RECONNECT_DELAYS_S[attempt]
+                delay = self.delays[attempt]
                 log.warning("database unavailable (%s); retrying in %.1f s", type(error.orig).__name__, delay)
                 time.sleep(delay)
 
