@@ -106,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
         default="failure",
         help="when to post to Slack (default: failure)",
     )
+    run.add_argument(
+        "--dask-address",
+        metavar="ADDRESS",
+        help="run case chunks on a Dask cluster: tcp://scheduler:8786, or 'local:N' (N worker processes)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 

@@ -7,7 +7,9 @@ one parameter is a Pydantic model, so the Prefect UI shows it as a form.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import re
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sqlmodel import Session
 
 from models.case import Case, Suite
@@ -37,7 +39,7 @@ from proctor.storage.runs import ResumePoint, reopen_run, resume_point, run_of_f
 from tasks.notify import compare_with_baseline_task, notify_task
 from tasks.persist import finalize_run, open_run
 from tasks.report import publish_artifacts, render_reports_task, write_comparison_task
-from tasks.stages import Chunk, run_chunk
+from tasks.stages import Chunk, evaluate_chunk, run_chunk
 
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
 
@@ -109,10 +111,47 @@ class EvaluationRequest(BaseModel):
         description="The run passes its gate at this pass rate (percent); default: every case must pass",
     )
     slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
+    dask_address: str | None = Field(
+        default=None,
+        description="Spread case chunks over a Dask cluster: its scheduler (tcp://host:8786), "
+        "or 'local' / 'local:N' for a local cluster of N worker processes",
+    )
     resume_run_id: uuid.UUID | None = Field(
         default=None,
         description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
     )
+
+    @field_validator("dask_address")
+    @classmethod
+    def _dask_address(cls, value: str | None) -> str | None:
+        if value is None or value == "local" or re.fullmatch(r"local:[1-9][0-9]{0,3}", value):
+            return value
+        if re.fullmatch(r"(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+", value):
+            return value
+        raise ValueError("expected a Dask scheduler address such as tcp://host:8786, or 'local' or 'local:N'")
+
+
+def dask_task_runner(address: str) -> Any:
+    """Prefect's Dask task runner: a local cluster of worker processes, or an existing one."""
+    from prefect_dask import DaskTaskRunner
+
+    if address == "local" or address.startswith("local:"):
+        from prefect.client.orchestration import get_client
+
+        workers = int(address.partition(":")[2] or 2)
+        # The workers report their task runs to this flow's API, even a temporary one.
+        api_url = str(get_client().api_url)
+        return DaskTaskRunner(
+            cluster_class="distributed.LocalCluster",
+            cluster_kwargs={
+                "n_workers": workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+                "env": {"PREFECT_API_URL": api_url},
+            },
+        )
+    return DaskTaskRunner(address=address)
 
 
 class RunSummary(BaseModel):
@@ -428,15 +467,26 @@ async def run_suite(
                 CaseWork(position, case, attempt, checkpoints.get((case.case_id, attempt)))
                 for position, case, attempt in chunk
             ]
-            await run_chunk(Chunk(label, works), settings)
+            if runner is None:
+                await run_chunk(Chunk(label, works), settings)
+            else:  # on a Dask worker, which stores the chunk's results itself
+                future = runner.submit(
+                    evaluate_chunk, parameters={"chunk": Chunk(label, works), "settings": settings}
+                )
+                await asyncio.to_thread(future.result)
 
-    try:
-        outcomes = await asyncio.gather(
-            *(guarded(offset, list(chunk)) for offset, chunk in chunked(planned, size)),
-            return_exceptions=True,
-        )
-    finally:
-        release_runtime(run_id)
+    with contextlib.ExitStack() as stack:
+        runner = stack.enter_context(dask_task_runner(request.dask_address)) if request.dask_address else None
+        if runner is not None:
+            gate = asyncio.Semaphore(1_000_000)  # the cluster's workers pace themselves
+            logger.info("run %s: chunks go to the Dask cluster %s", run_id, request.dask_address)
+        try:
+            outcomes = await asyncio.gather(
+                *(guarded(offset, list(chunk)) for offset, chunk in chunked(planned, size)),
+                return_exceptions=True,
+            )
+        finally:
+            release_runtime(run_id)
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     error = f"{len(failures)} chunk(s) failed; first: {failures[0]}" if failures else None
     try:

@@ -50,3 +50,12 @@ async def run_chunk(chunk: Chunk, settings: RunSettings) -> Chunk:
     chunk = await process_files(chunk, settings)
     chunk = await execute_agent(chunk, settings)
     return await evaluate_metrics(chunk, settings)
+
+
+@task(name="evaluate-chunk", task_run_name="evaluate-chunk [{chunk.label}]", cache_policy=NONE)
+async def evaluate_chunk(chunk: Chunk, settings: RunSettings) -> int:
+    """All three stages of a chunk in one task, for a task runner that ships tasks to other
+    processes (Dask): the chunk travels once, the worker writes its results to the database
+    itself, and only the number of cases comes back."""
+    await pipeline.run_chunk(chunk.works, pipeline.runtime_for(settings))
+    return len(chunk.works)
