@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from models.tables import CaseResultRow, EvalRun, RunStatus
 from proctor.storage import get_engine
@@ -58,8 +58,15 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         with FakeSlack(token=TOKEN) as slack:
             worker_env = {**env, "SLACK_BOT_TOKEN": TOKEN}
             worker_command = [PREFECT, "worker", "start", "--pool", "proctor", "--limit", "1"]
-            with running(worker_command, env=worker_env, log=logs / "worker.log", cwd=ROOT) as worker:
-                yield {"api": api, "slack": slack, "worker": worker, "logs": logs}
+            with (
+                running(
+                    [*worker_command, "--name", "w1"], env=worker_env, log=logs / "worker.log", cwd=ROOT
+                ) as one,
+                running(
+                    [*worker_command, "--name", "w2"], env=worker_env, log=logs / "worker2.log", cwd=ROOT
+                ) as two,
+            ):
+                yield {"api": api, "slack": slack, "workers": (one, two), "logs": logs}
 
 
 def _client(api: str) -> Any:
@@ -80,16 +87,20 @@ def _client(api: str) -> Any:
     return _Scoped()
 
 
-def _trigger_and_wait(service: dict[str, Any], deployment: str, request: dict[str, Any]) -> Any:
-    """What the UI's 'Run' button does: a flow run created from the deployment, then polled."""
+def _trigger_and_wait(service: dict[str, Any], deployment: str, *requests: dict[str, Any]) -> Any:
+    """What the UI's 'Run' button does: flow runs created from the deployment, then polled.
+    Returns the finished flow run, or all of them when given several requests."""
     with _client(service["api"]) as client:
         found = client.read_deployment_by_name(f"proctor-evaluate/{deployment}")
-        flow_run = client.create_flow_run_from_deployment(found.id, parameters={"request": request})
-        deadline = time.monotonic() + 240
+        flow_runs = [
+            client.create_flow_run_from_deployment(found.id, parameters={"request": request})
+            for request in requests
+        ]
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            flow_run = client.read_flow_run(flow_run.id)
-            if flow_run.state and flow_run.state.type.value in FINAL_STATES:
-                return flow_run
+            flow_runs = [client.read_flow_run(flow_run.id) for flow_run in flow_runs]
+            if all(run.state and run.state.type.value in FINAL_STATES for run in flow_runs):
+                return flow_runs[0] if len(flow_runs) == 1 else flow_runs
             time.sleep(1)
     worker_log = (service["logs"] / "worker.log").read_text()[-4000:]
     raise AssertionError(f"flow run did not finish; worker log:\n{worker_log}")
@@ -159,3 +170,33 @@ def test_flow_run_of_a_missing_suite_fails_visibly(service: dict[str, Any], tmp_
     flow_run = _trigger_and_wait(service, "evaluate", request)
     assert flow_run.state.type.value == "FAILED"
     assert "not found" in (flow_run.state.message or "").lower() or flow_run.state.message
+
+
+def test_two_workers_share_the_pool_and_one_postgresql_database(
+    service: dict[str, Any], tmp_path: Path, postgres_url: str
+) -> None:
+    """Four on-demand runs at once: both workers take some, every result lands once in one database."""
+    requests = [
+        {
+            "suite": "examples/weather/weather.evalset.json",
+            "database_url": postgres_url,
+            "report_dir": str(tmp_path / f"r{index}"),
+            "metadata": {},
+        }
+        for index in range(4)
+    ]
+    flow_runs = _trigger_and_wait(service, "evaluate", *requests)
+    assert [run.state.type.value for run in flow_runs] == ["COMPLETED"] * 4
+    ids = {str(run.id) for run in flow_runs}
+    logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
+    taken = [{flow_run_id for flow_run_id in ids if flow_run_id in log} for log in logs]
+    assert all(taken) and taken[0] | taken[1] == ids  # each worker ran some of them
+    with Session(get_engine(postgres_url)) as session:
+        runs = session.exec(select(EvalRun).where(col(EvalRun.flow_run_id).in_(ids))).all()
+        assert len(runs) == 4 and all(run.status is RunStatus.COMPLETED for run in runs)
+        rows = session.exec(
+            select(CaseResultRow.run_id, CaseResultRow.case_id).where(
+                col(CaseResultRow.run_id).in_([run.id for run in runs])
+            )
+        ).all()
+    assert len(rows) == len(set(rows)) == 20  # 4 runs x 5 cases, none twice
