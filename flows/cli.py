@@ -150,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def escape(text: str) -> str:
+    """Text shown as it is by Rich: suite, case and agent names are not markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def _print_problems(error: Exception) -> None:
     from rich.console import Console
 
@@ -226,8 +233,8 @@ def _history(args: argparse.Namespace) -> int:
         table.add_row(
             str(run.id)[:8],
             f"{run.started_at:%Y-%m-%d %H:%M}",
-            run.suite_id,
-            agent,
+            escape(run.suite_id),
+            escape(agent),
             run.status.value,
             f"{run.passed_cases}/{run.total_cases}",
             rate,
@@ -297,19 +304,21 @@ def _print_regression(change: Any) -> None:
         ("new cases", change.added),
     ):
         if cases:
-            console.print(f"{label}: {', '.join(cases)}")
+            console.print(f"{label}: {escape(', '.join(cases))}")
     if change.repeated:
         for case in change.changed_cases:
             console.print(
-                f"  {case.case_id}: passed {case.passed_before}/{case.runs_before} -> "
+                f"  {escape(case.case_id)}: passed {case.passed_before}/{case.runs_before} -> "
                 f"{case.passed_after}/{case.runs_after} (p = {case.p_value:.3g})"
             )
         console.print(f"pooled pass counts: p = {change.pooled_p_value:.3g}")
     for metric in change.metrics:
         if metric.delta is not None:
-            console.print(f"  {metric.name}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})")
+            console.print(
+                f"  {escape(metric.name)}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})"
+            )
     verdict = "[bold red]regression[/]" if change.regressed else "[green]no regression[/]"
-    console.print(f"{verdict} ({change.method})")
+    console.print(f"{verdict} ({escape(change.method)})")
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -341,13 +350,15 @@ def _summary_table(summary: Any, database_url: str) -> None:
         stats = metric_stats(session=session, run_id=summary.run_id)
         rows = case_rows(session=session, run=run, limit=20)
     label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
-    metrics = Table(title=f"{label}: metrics", title_justify="left")
+    metrics = Table(title=f"{escape(label)}: metrics", title_justify="left")
     for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
         metrics.add_column(column, justify="left" if column == "metric" else "right")
     for name, stat in stats.items():
         avg = f"{stat['avg_score']:.3f}" if stat["avg_score"] is not None else "n/a"
         calls = f"{stat['judge_calls']} ({stat['cached_calls']})" if stat["judge_calls"] else "-"
-        metrics.add_row(name, str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls)
+        metrics.add_row(
+            escape(name), str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls
+        )
     console.print(metrics)
     failing = [row for row in rows if not row["passed"]]
     if failing:
@@ -355,7 +366,7 @@ def _summary_table(summary: Any, database_url: str) -> None:
         for column in ("case", "state", "why"):
             table.add_column(column)
         for row in failing:
-            table.add_row(str(row["case"]), row["state"], row["why"])
+            table.add_row(escape(str(row["case"])), escape(str(row["state"])), escape(str(row["why"])))
         console.print(table)
     colour = "green" if summary.failed == 0 else "red"
     rate = f"{summary.pass_rate:.1f}%" if summary.pass_rate is not None else "n/a"
@@ -364,7 +375,11 @@ def _summary_table(summary: Any, database_url: str) -> None:
         f"{summary.errored} errored · run {summary.run_id} · {(summary.duration_ms or 0) / 1000:.1f}s",
         highlight=False,
     )
-    console.print(f"reports: {summary.report_dir}/report.md · results: {summary.database}", highlight=False)
+    console.print(
+        f"reports: {summary.report_dir}/report.md · results: {summary.database}",
+        highlight=False,
+        markup=False,
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ Configured in YAML (`--agent http:endpoint.yaml`):
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
-from proctor.env import expand_env
+from proctor.env import ENV_REFERENCE, expand_env
+from proctor.judges.credentials import redact
 
 _templates = SandboxedEnvironment(autoescape=False)
 
@@ -97,6 +99,23 @@ class HttpAgent:
             "metadata": request.metadata,
         }
         headers = {name: expand_env(value, _missing) for name, value in self.config.headers.items()}
+        secrets = [
+            os.environ.get(variable)
+            for value in self.config.headers.values()
+            for variable in ENV_REFERENCE.findall(value)
+        ]
+        try:
+            return await self._post(request, variables, headers)
+        except HttpAgentError as error:  # its message is stored: never with a header's secret in it
+            raise HttpAgentError(redact(str(error), *secrets)) from None
+        except httpx.HTTPError as error:
+            raise HttpAgentError(
+                redact(f"{self.config.url}: {type(error).__name__}: {error}", *secrets)
+            ) from None
+
+    async def _post(
+        self, request: AgentRequest, variables: dict[str, Any], headers: dict[str, str]
+    ) -> AgentResponse:
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
             reply = await client.post(
                 self.config.url, json=_render(self.config.request, variables), headers=headers

@@ -9,7 +9,9 @@ answered with canned results from the case (`metadata.tool_results.<tool name>`)
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from models.holodeck import LLMProvider
 from proctor.agents.protocol import AgentRequest, AgentResponse
-from proctor.judges.credentials import resolve_api_key, resolve_base_url
+from proctor.judges.credentials import redact, resolve_api_key, resolve_base_url
 
 
 class ToolSpec(BaseModel):
@@ -54,6 +56,11 @@ class ToolLoopError(RuntimeError):
     pass
 
 
+class ModelCallError(RuntimeError):
+    """The model's endpoint refused or failed a call; the message is the client's, redacted
+    (a server may echo the key back, as OpenAI's 401 does with its first characters)."""
+
+
 class OpenAIToolAgent:
     """Calls the model, runs the tools it asks for, and repeats until it answers."""
 
@@ -67,11 +74,24 @@ class OpenAIToolAgent:
             for tool in config.tools
             if tool.function
         }
-        self.client = openai.AsyncOpenAI(
-            base_url=resolve_base_url(config.model),
-            api_key=resolve_api_key(config.model),
-            max_retries=2,
+        self.base_url = resolve_base_url(config.model)
+        self._api_key = resolve_api_key(config.model)
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
         )
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """This event loop's client. The agent is loaded once per process, but each run has
+        its own loop (`asyncio.run`), and a client's pooled connections die with the loop they
+        were opened on: reused from a later run, they fail with "Event loop is closed"."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, max_retries=2
+            )
+        return client
 
     @staticmethod
     def _instructions(value: str | dict[str, str], base_dir: Path) -> str:
@@ -108,15 +128,18 @@ class OpenAIToolAgent:
         if request.files:
             user += "\n\nAttached files:\n\n" + request.files_markdown
         messages.append({"role": "user", "content": user})
-        model = self.config.model
+        model, client = self.config.model, self.client
         for _ in range(self.config.max_tool_rounds):
-            completion = await self.client.chat.completions.create(
-                model=model.name,
-                messages=messages,  # type: ignore[arg-type]
-                tools=self._tool_schemas() or openai.NOT_GIVEN,  # type: ignore[arg-type]
-                temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
-                max_tokens=model.max_tokens or openai.NOT_GIVEN,
-            )
+            try:
+                completion = await client.chat.completions.create(
+                    model=model.name,
+                    messages=messages,  # type: ignore[arg-type]
+                    tools=self._tool_schemas() or openai.NOT_GIVEN,  # type: ignore[arg-type]
+                    temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
+                    max_tokens=model.max_tokens or openai.NOT_GIVEN,
+                )
+            except openai.APIError as error:  # its message is stored: never with the key in it
+                raise ModelCallError(redact(str(error), self._api_key)) from None
             if completion.usage:  # recorded as it comes, so a later failure keeps it
                 request.record_usage(completion.usage.prompt_tokens, completion.usage.completion_tokens)
             if not completion.choices:

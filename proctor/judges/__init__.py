@@ -2,7 +2,7 @@
 
 from proctor.judges.cache import JudgeCache
 from proctor.judges.client import JudgeClient, JudgeError, JudgeReply, JudgeReplyError
-from proctor.judges.credentials import CredentialError, resolve_api_key, resolve_base_url
+from proctor.judges.credentials import CredentialError, redact, resolve_api_key, resolve_base_url
 from proctor.judges.judge import Judge, Usage, parse_reply, render_prompt
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "JudgeReplyError",
     "Usage",
     "parse_reply",
+    "redact",
     "render_prompt",
     "resolve_api_key",
     "resolve_base_url",

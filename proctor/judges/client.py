@@ -8,6 +8,7 @@ keeps its raw text for the report.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+
+from proctor.judges.credentials import redact
 
 
 class JudgeError(RuntimeError):
@@ -58,6 +61,38 @@ def _retry_after(error: openai.APIStatusError) -> float | None:
         return None
 
 
+def _completion_text(completion: Any) -> str:
+    """The first choice's text, or a `JudgeReplyError` keeping whatever came back.
+
+    The client does not validate 200 replies: a proxy's text/plain or HTML page arrives as a
+    `str`, and JSON of another shape as a completion whose fields are None or plain dicts.
+    """
+    if isinstance(completion, str | bytes):
+        body = completion.decode(errors="replace") if isinstance(completion, bytes) else completion
+        raise JudgeReplyError("judge reply is not a chat completion (the body is plain text)", raw=body)
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise JudgeReplyError("judge reply had no choices", raw=_dump(completion))
+    try:
+        text = choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise JudgeReplyError("judge reply's first choice has no message", raw=_dump(completion)) from None
+    if text is not None and not isinstance(text, str):
+        raise JudgeReplyError("judge reply's message content is not text", raw=_dump(completion))
+    return text or ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _dump(completion: Any) -> str | None:
+    try:
+        return completion.model_dump_json() if hasattr(completion, "model_dump_json") else str(completion)
+    except Exception:  # a half-built object: the error message says enough
+        return None
+
+
 class JudgeClient:
     """An OpenAI-compatible chat endpoint (caching is the caller's: only usable replies are kept)."""
 
@@ -66,7 +101,38 @@ class JudgeClient:
         # max_retries=0: the runner retries, so it can count and report every attempt.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 
+    async def aclose(self) -> None:
+        """Close the connections; a failure to close is not worth a run's error."""
+        with contextlib.suppress(Exception):
+            await self._client.close()
+
     async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, str]],
+        temperature: float = 0.0,
+        json_mode: bool = True,
+        timeout_s: float | None = None,
+        max_tokens: int | None = None,
+    ) -> JudgeReply:
+        """One attempt; a failure's message and raw reply never carry the key, even when the
+        server echoes it back (they are stored with the metric and shown in reports)."""
+        try:
+            return await self._complete(
+                model=model,
+                messages=messages,
+                temperature=temperature,
+                json_mode=json_mode,
+                timeout_s=timeout_s,
+                max_tokens=max_tokens,
+            )
+        except JudgeError as error:
+            error.args = (redact(str(error), self._client.api_key),)
+            error.raw = redact(error.raw, self._client.api_key) if error.raw else error.raw
+            raise
+
+    async def _complete(
         self,
         *,
         model: str,
@@ -105,17 +171,16 @@ class JudgeClient:
         except openai.APIError as error:
             raise JudgeReplyError(f"judge reply could not be read: {error.message}") from None
         except ValueError as error:  # the client could not decode the body (not JSON)
-            raise JudgeReplyError(f"judge reply body is not JSON: {error}") from None
+            raw = error.doc if isinstance(error, json.JSONDecodeError) else None
+            raise JudgeReplyError(f"judge reply body is not JSON: {error}", raw=raw) from None
         latency_ms = (time.perf_counter() - started) * 1000
-        if not completion.choices:
-            raise JudgeReplyError("judge reply had no choices")
-        text = completion.choices[0].message.content or ""
+        text = _completion_text(completion)
         usage = completion.usage
         reply = JudgeReply(
             text=text,
-            model=completion.model or model,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
+            model=completion.model if isinstance(completion.model, str) and completion.model else model,
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
             latency_ms=latency_ms,
         )
         return reply

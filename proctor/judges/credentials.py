@@ -7,12 +7,14 @@ in suite files, reports or the database; the resolved value lives only in the cl
 from __future__ import annotations
 
 import os
+import re
 
 from models.holodeck import LLMProvider
 from proctor.env import ENV_REFERENCE
 
 API_KEY_ENV = ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY")
 BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")
+ECHOED_PREFIX = 8  # characters of a key a server may echo back (OpenAI's 401 shows `sk-proj-…`)
 
 
 class CredentialError(RuntimeError):
@@ -31,13 +33,28 @@ def resolve_reference(reference: str, field: str = "api_key") -> str:
         from prefect.blocks.system import Secret
 
         name = reference.removeprefix("secret:")
-        try:
-            return str(Secret.load(name).get())
+        try:  # `_sync`: called from async code too (tasks, the pipeline), where `load` would
+            # otherwise hand back a coroutine
+            return str(Secret.load(name, _sync=True).get())
         except Exception as error:  # the block's name is safe to show, never its value
             raise CredentialError(f"Prefect Secret block {name!r} could not be loaded: {error}") from None
     raise CredentialError(
         f"{field} must be a reference, '${{ENV_VAR}}' or 'secret:<prefect-secret-block>', not a literal value"
     )
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` with every secret cut out: whole, and wherever its first characters appear,
+    because servers echo keys back in their errors, whole or masked (OpenAI's 401 says
+    "Incorrect API key provided: sk-abc12****wxyz"). Error messages pass through here before
+    they are stored, logged or reported."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, "***")
+        if len(secret) >= 2 * ECHOED_PREFIX:
+            text = re.sub(re.escape(secret[:ECHOED_PREFIX]) + r"[^\s'\";,]*", "***", text)
+    return text
 
 
 def resolve_api_key(provider: LLMProvider | None) -> str:

@@ -13,6 +13,7 @@ the last moment and never appear in a result, a log line or an error message.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -21,6 +22,11 @@ from typing import Any
 from models.notify import NotifyPolicy, SlackSettings
 from proctor.judges.credentials import CredentialError, resolve_reference
 from proctor.notify.digest import Digest
+
+# slack_sdk logs a webhook's URL (its secret) on every post and retry: its own logger is
+# kept at WARNING, where it says nothing about URLs.
+SDK_LOGGER = logging.getLogger("proctor.notify.slack_sdk")
+SDK_LOGGER.setLevel(logging.WARNING)
 
 TEXT_LIMIT = 2900  # a section's text may hold 3000 characters
 MAX_BLOCKS = 50  # Slack's limit per message
@@ -315,7 +321,9 @@ def _post_webhook(settings: SlackSettings, digest: Digest) -> NotificationResult
 
     url = resolve_reference(settings.webhook_url or "", field="slack.webhook_url")
     attempts = [1]
-    client = WebhookClient(url, timeout=10, retry_handlers=_retry_handlers(settings, attempts))
+    client = WebhookClient(
+        url, timeout=10, retry_handlers=_retry_handlers(settings, attempts), logger=SDK_LOGGER
+    )
     result = NotificationResult(status="failed", via="webhook")
     try:
         summary = summary_blocks(digest)

@@ -3,6 +3,7 @@ could not be scored (files, agent or evaluation failed) is an error."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -13,6 +14,13 @@ from proctor.reporting.convert import case_label
 from proctor.storage.runs import iter_results
 
 ERROR_STATES = {"FILES_FAILED", "AGENT_FAILED", "EVALUATION_FAILED"}
+# Characters XML 1.0 forbids anywhere (common in tool output): shown as their symbols.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Text an XML 1.0 parser accepts: forbidden control characters become ␀-␟ (or U+FFFD)."""
+    return _NOT_XML.sub(lambda m: chr(0x2400 + ord(m.group())) if ord(m.group()) < 32 else "\ufffd", text)
 
 
 class JUnitBuilder:
@@ -21,7 +29,7 @@ class JUnitBuilder:
     def __init__(self, run: EvalRun) -> None:
         self.run = run
         self.suite = ET.Element(
-            "testsuite", name=run.suite_name, timestamp=str(run.started_at), id=str(run.id)
+            "testsuite", name=xml_text(run.suite_name), timestamp=str(run.started_at), id=str(run.id)
         )
         self.counts = {"tests": 0, "failures": 0, "errors": 0}
 
@@ -30,13 +38,13 @@ class JUnitBuilder:
         case = ET.SubElement(
             self.suite,
             "testcase",
-            classname=self.run.suite_id,
-            name=case_label(row),
+            classname=xml_text(self.run.suite_id),
+            name=xml_text(case_label(row)),
             time=f"{row.execution_ms / 1000:.3f}",
         )
         if row.state in ERROR_STATES:
             self.counts["errors"] += 1
-            ET.SubElement(case, "error", message="; ".join(row.errors)[:1000], type=row.state)
+            ET.SubElement(case, "error", message=xml_text("; ".join(row.errors)[:1000]), type=row.state)
         elif not row.passed:
             self.counts["failures"] += 1
             reasons = [
@@ -46,8 +54,8 @@ class JUnitBuilder:
             ]
             if row.tools_matched is False:
                 reasons.append(f"expected tools not called: {row.expected_tools}")
-            ET.SubElement(case, "failure", message="; ".join(reasons)[:1000], type="BelowThreshold")
-        ET.SubElement(case, "system-out").text = row.response or ""
+            ET.SubElement(case, "failure", message=xml_text("; ".join(reasons)[:1000]), type="BelowThreshold")
+        ET.SubElement(case, "system-out").text = xml_text(row.response or "")
 
     def xml(self) -> str:
         for key, value in self.counts.items():

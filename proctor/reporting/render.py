@@ -16,21 +16,29 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from models.holodeck import TestResult
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#&~])")
+# Control characters shown as their symbols (ESC as ␛): raw, they would drive the terminal of
+# whoever reads report.md with `cat` or `less -R` (C1 controls too, which some terminals obey).
+_CONTROL_SYMBOLS = {code: chr(0x2400 + code) for code in range(0x20)} | {0x7F: "\u2421"}
+_CONTROL_SYMBOLS |= {code: "\ufffd" for code in range(0x80, 0xA0)}
 
 
 def md_inline(text: Any) -> str:
-    """Text safe inside a Markdown line or table cell: specials escaped, newlines folded."""
+    """Text safe inside a Markdown line or table cell: specials escaped, newlines folded,
+    control characters shown as symbols."""
     if text is None:
         return ""
     escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
-    return " ".join(escaped.split())
+    return " ".join(escaped.split()).translate(_CONTROL_SYMBOLS)
 
 
-def md_code(text: Any) -> str:
+def md_code(text: Any, cell: bool = False) -> str:
     """Text as an inline code span: Markdown is not interpreted inside one, so only a backtick
-    (which would close it) is replaced and newlines folded."""
-    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+    (which would close it) is replaced, newlines folded and control characters shown as
+    symbols. In a table cell (`cell=True`) a pipe is escaped too: GFM splits cells on every
+    unescaped pipe, inside code spans as well."""
+    folded = " ".join(str(text).replace("`", "'").split()).translate(_CONTROL_SYMBOLS)
+    return "`" + (folded.replace("|", "\\|") if cell else folded) + "`"
 
 
 def to_json(value: Any, indent: int | None = None) -> str:
