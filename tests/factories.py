@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session
@@ -64,3 +67,37 @@ def stored_run(database_url: str, *, suite_id: str = "suite", agent: str = "agen
         session.add(run)
         session.commit()
         return run.id
+
+
+def echo_suite(folder: Path, *, name: str, cases: int, agent: str, fails: Callable[[int], bool]) -> Path:
+    """An agentflow suite of `cases` one-turn cases, `question i` expecting `answer question i`
+    (or, for the cases `fails` picks, an answer the agent never gives), scored by
+    response_match, with `agent` written beside it as agent.py (the suite's own agent)."""
+    eval_cases = [
+        {
+            "eval_id": f"c{i:02d}",
+            "conversation": [
+                {
+                    "invocation_id": "t1",
+                    "user_content": {"role": "user", "content": f"question {i}"},
+                    "expected_final_response": {
+                        "role": "assistant",
+                        "content": "something else entirely" if fails(i) else f"answer question {i}",
+                    },
+                }
+            ],
+        }
+        for i in range(cases)
+    ]
+    suite = {
+        "eval_set_id": name,
+        "metadata": {
+            "agent": "agent.py:agent",
+            "eval_config": {"criteria": {"response_match": {"threshold": 0.9}}},
+        },
+        "eval_cases": eval_cases,
+    }
+    (folder / "agent.py").write_text(agent)
+    path = folder / f"{name}.evalset.json"
+    path.write_text(json.dumps(suite))
+    return path

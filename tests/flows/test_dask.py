@@ -4,7 +4,6 @@ processes, which write their results to the one database; each case is stored on
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ from flows.cli import EXIT_BAD_INPUT, main
 from flows.evaluate import EvaluationRequest, evaluate
 from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
+from tests.factories import echo_suite
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -32,33 +32,7 @@ def agent(request):
 
 
 def _suite(folder: Path) -> Path:
-    cases = [
-        {
-            "eval_id": f"c{i:02d}",
-            "conversation": [
-                {
-                    "invocation_id": "t1",
-                    "user_content": {"role": "user", "content": f"question {i}"},
-                    "expected_final_response": {
-                        "role": "assistant",
-                        "content": "no" if i % 5 == 0 else f"answer question {i}",
-                    },
-                }
-            ],
-        }
-        for i in range(CASES)
-    ]
-    suite = {
-        "eval_set_id": "dask",
-        "metadata": {
-            "agent": "agent.py:agent",
-            "eval_config": {"criteria": {"response_match": {"threshold": 0.9}}},
-        },
-        "eval_cases": cases,
-    }
-    (folder / "agent.py").write_text(AGENT)
-    (folder / "dask.evalset.json").write_text(json.dumps(suite))
-    return folder / "dask.evalset.json"
+    return echo_suite(folder, name="dask", cases=CASES, agent=AGENT, fails=lambda i: i % 5 == 0)
 
 
 def test_a_suite_on_a_local_dask_cluster_stores_every_result_once(

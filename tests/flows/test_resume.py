@@ -21,6 +21,7 @@ from flows.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
 from flows.evaluate import EvaluationRequest, evaluate
 from models.tables import CaseResultRow, EvalRun, RunStatus
 from proctor.storage import get_engine
+from tests.factories import echo_suite
 from tests.fakes.processes import start, stop
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -53,34 +54,7 @@ def agent(request):
 
 def _suite(folder: Path) -> Path:
     """Cases whose expected answer the agent gives, except every fourth (those fail)."""
-    cases = [
-        {
-            "eval_id": f"c{i:02d}",
-            "conversation": [
-                {
-                    "invocation_id": "t1",
-                    "user_content": {"role": "user", "content": f"question {i}"},
-                    "expected_final_response": {
-                        "role": "assistant",
-                        "content": "something else entirely" if i % 4 == 0 else f"answer question {i}",
-                    },
-                }
-            ],
-        }
-        for i in range(CASES)
-    ]
-    suite = {
-        "eval_set_id": "resume",
-        "metadata": {
-            "agent": "agent.py:agent",
-            "eval_config": {"criteria": {"response_match": {"threshold": 0.9}}},
-        },
-        "eval_cases": cases,
-    }
-    (folder / "agent.py").write_text(AGENT)
-    path = folder / "resume.evalset.json"
-    path.write_text(json.dumps(suite))
-    return path
+    return echo_suite(folder, name="resume", cases=CASES, agent=AGENT, fails=lambda i: i % 4 == 0)
 
 
 def _calls(log: Path) -> Counter[str]:

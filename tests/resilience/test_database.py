@@ -9,7 +9,6 @@ error (exit 3) and is finished later by `proctor resume`.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import signal
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import echo_suite
 from tests.fakes.processes import free_port, start, stop
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -111,30 +111,7 @@ def own_postgres() -> Iterator[OwnPostgres]:
 
 
 def _suite(folder: Path) -> Path:
-    cases = [
-        {
-            "eval_id": f"c{i:02d}",
-            "conversation": [
-                {
-                    "invocation_id": "t1",
-                    "user_content": {"role": "user", "content": f"question {i}"},
-                    "expected_final_response": {"role": "assistant", "content": f"answer question {i}"},
-                }
-            ],
-        }
-        for i in range(CASES)
-    ]
-    suite = {
-        "eval_set_id": "db-faults",
-        "metadata": {
-            "agent": "agent.py:agent",
-            "eval_config": {"criteria": {"response_match": {"threshold": 0.9}}},
-        },
-        "eval_cases": cases,
-    }
-    (folder / "agent.py").write_text(AGENT)
-    (folder / "db.evalset.json").write_text(json.dumps(suite))
-    return folder / "db.evalset.json"
+    return echo_suite(folder, name="db", cases=CASES, agent=AGENT, fails=lambda i: False)
 
 
 def _query(url: str, sql: str) -> list[tuple]:
