@@ -38,7 +38,7 @@ from proctor.storage import default_database_url, get_engine, redact_url
 from proctor.storage.runs import ResumePoint, reopen_run, resume_point, run_of_flow_run
 from tasks.notify import compare_with_baseline_task, notify_task
 from tasks.persist import finalize_run, open_run
-from tasks.report import publish_artifacts, render_reports_task, write_comparison_task
+from tasks.report import ReportWriteError, publish_artifacts, render_reports_task, write_comparison_task
 from tasks.stages import Chunk, evaluate_chunk, run_chunk
 
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
@@ -312,7 +312,41 @@ def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
 
 @flow(name="proctor-evaluate", log_prints=False)
 async def evaluate(request: EvaluationRequest) -> RunSummary:
-    """Evaluate one suite with one agent, or with each variant in turn and compare them."""
+    """Evaluate one suite with one agent, or with each variant in turn and compare them.
+
+    The flow run ends Completed either way (every result is stored and reported); when the
+    gate does not hold, its state is named after why ("Failed cases", "Regressed",
+    "Below pass rate"), so the Prefect UI shows it at a glance.
+    """
+    return gate_state(await _evaluate(request))  # type: ignore[return-value]
+
+
+def gate_state(summary: RunSummary) -> Any:
+    """The summary itself when the gate holds; else a Completed state, named, carrying it.
+
+    Not on a retried flow run: Prefect 3.8 then re-raises the first attempt's exception to
+    the caller when the flow returns a state, so a retry that succeeds ends plain Completed.
+    """
+    if summary.all_passed or (flow_run.run_count or 1) > 1:
+        return summary
+    from prefect.states import Completed
+
+    runs = summary.variants or [summary]
+    if summary.regressed:
+        name = "Regressed"
+    elif any(run.min_pass_rate is not None for run in runs):
+        name = "Below pass rate"
+    else:
+        name = "Failed cases"
+    details = "; ".join(
+        f"{run.variant + ': ' if run.variant else ''}{run.passed}/{run.total} passed, {run.errored} errored"
+        + (", regression against the baseline" if (run.regression or {}).get("regressed") else "")
+        for run in runs
+    )
+    return Completed(name=name, message=details, data=summary)
+
+
+async def _evaluate(request: EvaluationRequest) -> RunSummary:
     logger = get_run_logger()
     suite, cases, agent = prepare(request)
     for warning in suite.warnings:
@@ -499,8 +533,13 @@ async def run_suite(
         database_url, run_id, request.baseline_run_id, request.significance
     )
     report_dir = report_dir or default_report_dir(suite, run_id)
-    await render_reports_task(database_url, run_id, str(report_dir))
-    await publish_artifacts(database_url, run_id, str(report_dir))
+    report_error: ReportWriteError | None = None
+    try:
+        await render_reports_task(database_url, run_id, str(report_dir))
+    except ReportWriteError as unwritable:  # results are stored: still publish and notify
+        report_error = unwritable
+        logger.error("%s", unwritable)
+    await publish_artifacts(database_url, run_id, None if report_error else str(report_dir))
     notification = None
     if request.slack is not None:
         result = await notify_task(database_url, run_id, request.slack, regression, str(DEFAULT_REPORT_ROOT))
@@ -526,5 +565,7 @@ async def run_suite(
     )
     if failures:
         raise RunIncomplete(run_id, error or "") from failures[0]
+    if report_error is not None:
+        raise report_error
     logger.info("run %s: %d/%d passed", run_id, summary.passed, summary.total)
     return summary

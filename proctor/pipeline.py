@@ -168,10 +168,29 @@ def runtime_for(settings: RunSettings) -> Runtime:
     return runtime
 
 
+_closing: set[asyncio.Task[None]] = set()
+
+
 def release_runtime(run_id: uuid.UUID) -> None:
+    """Let go of a run's agent threads and judge connections.
+
+    A worker runs flow after flow in one process: judge clients left open keep their
+    keep-alive connections (and the server's side of them) until garbage collection. They are
+    closed on the running loop, the one they were opened on; without one, it is gone already.
+    """
     runtime = _runtimes.pop(run_id, None)
-    if runtime is not None:
-        runtime.invoker.close()
+    if runtime is None:
+        return
+    runtime.invoker.close()
+    clients, runtime._judge_clients = list(runtime._judge_clients.values()), {}
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    for client in clients:
+        task = loop.create_task(client.aclose())
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
 
 
 def _elapsed_ms(started: float) -> float:

@@ -19,11 +19,31 @@ from proctor.reporting.comparison import Comparison, write_comparison
 from proctor.storage import get_engine
 
 
+class ReportWriteError(RuntimeError):
+    """The reports could not be written; the run's results are stored and can be rendered again."""
+
+
 def render_reports(*, database_url: str, run_id: uuid.UUID, directory: Path) -> ReportFiles:
+    """Write the run's reports; if the folder cannot be written, record why on the run and
+    raise `ReportWriteError` saying where the results are and how to render them again."""
     with Session(get_engine(database_url)) as session:
         run = session.get(EvalRun, run_id)
         assert run is not None, f"no run {run_id}"
-        files = write_reports(session=session, run=run, directory=directory)
+        try:
+            files = write_reports(session=session, run=run, directory=directory)
+        except OSError as error:
+            session.rollback()
+            why = f"{error.strerror}: {error.filename}" if error.strerror and error.filename else str(error)
+            message = f"reports could not be written to {directory} ({why})"
+            run = session.get(EvalRun, run_id)
+            assert run is not None
+            run.error = f"{run.error}; {message}" if run.error else message
+            session.add(run)
+            session.commit()
+            raise ReportWriteError(
+                f"{message}. The results are stored (run {run_id}); "
+                f"`proctor report {str(run_id)[:8]} --format md` renders them again"
+            ) from None
         run.report_dir = str(directory)
         session.add(run)
         session.commit()

@@ -1,9 +1,16 @@
 """Agents under test: how they are found, called, and what they may return."""
 
 from proctor.agents.protocol import AgentOutputError, AgentRequest, AgentResponse, coerce_response
-from proctor.agents.targets import AgentInvoker, AgentLoadError, AgentTimeoutError, load_target
+from proctor.agents.targets import (
+    AgentAbortError,
+    AgentInvoker,
+    AgentLoadError,
+    AgentTimeoutError,
+    load_target,
+)
 
 __all__ = [
+    "AgentAbortError",
     "AgentInvoker",
     "AgentLoadError",
     "AgentOutputError",

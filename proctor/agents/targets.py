@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import queue
 import sys
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -101,27 +103,119 @@ class AgentTimeoutError(TimeoutError):
     pass
 
 
-class AgentInvoker:
-    """Calls one agent: async agents on the event loop, sync ones on a bounded thread pool.
+class AgentAbortError(RuntimeError):
+    """The agent raised what asyncio would let end the whole run: `sys.exit()`, a stray
+    `CancelledError` nobody asked for (or, in a sync agent's thread, a `KeyboardInterrupt`).
+    It fails that agent call only, as an exception does. Other `BaseException`s still fail
+    the chunk, as a crash of the worker would."""
 
-    The pool is sized to the run's concurrency so sync agents get the same parallelism as
-    async ones (asyncio's default pool would cap them at a handful of threads).
+
+class AgentThreads:
+    """Daemon threads for sync agents, a new one whenever none is idle.
+
+    A sync agent that hangs cannot be stopped: its call times out and its thread is left
+    behind. A fixed pool would then queue the next cases behind it, where their timeouts run
+    out before the agent is even called; here they get a fresh thread, so each call's timeout
+    counts the agent's own time. Threads are daemons, so a hung agent cannot keep the
+    process from exiting. Live threads stay near the run's concurrency plus the hung ones.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def submit(self, function: Callable[[Any], Any], argument: Any) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the agent's threads are closed")
+            if self._idle:
+                self._idle -= 1
+            else:
+                thread = threading.Thread(target=self._work, name="proctor-agent", daemon=True)
+                self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+                thread.start()
+        self._queue.put((loop, future, function, argument))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            loop, future, function, argument = item
+            outcome: tuple[Any, BaseException | None] = (None, None)
+            if not future.cancelled():
+                try:
+                    outcome = (function(argument), None)
+                except (SystemExit, KeyboardInterrupt) as error:
+                    # Awaited, these would escape the event loop and end (or wedge) the run:
+                    # here they are raised in the agent's own thread, so they end its call only.
+                    outcome = (None, AgentAbortError(f"agent raised {_describe(error)}"))
+                except BaseException as error:  # handed to the caller, as an executor does
+                    outcome = (None, error)
+            with self._lock:  # idle before the caller wakes, so its next call reuses this thread
+                self._idle += 1
+            with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+
+    def close(self) -> None:
+        """Idle threads exit; hung ones are daemons and die with the process."""
+        with self._lock:
+            self._closed = True
+            count, self._threads = len(self._threads), []
+        for _ in range(count):
+            self._queue.put(None)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # the caller timed out and cancelled it
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+class AgentInvoker:
+    """Calls one agent: async agents on the event loop, sync ones on `AgentThreads`.
+
+    The run's concurrency (the pipeline's limiter) bounds how many calls are in flight, so
+    sync agents get the same parallelism as async ones (asyncio's default pool would cap
+    them at a handful of threads). `max_threads` is kept for callers; threads are made as
+    calls need them.
     """
 
     def __init__(self, agent: Callable[..., Any], *, max_threads: int, timeout_s: float | None) -> None:
         self.agent = agent
         self.timeout_s = timeout_s
+        self.max_threads = max_threads
         self._is_async = inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
             getattr(agent, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
-        self._pool = None if self._is_async else ThreadPoolExecutor(max_workers=max_threads)
+        self._threads = None if self._is_async else AgentThreads()
 
     async def _call(self, request: AgentRequest) -> Any:
-        if self._is_async:
-            return await self.agent(request)
-        loop = asyncio.get_running_loop()
-        value = await loop.run_in_executor(self._pool, self.agent, request)
-        return await value if inspect.isawaitable(value) else value
+        try:
+            if self._threads is None:
+                return await self.agent(request)
+            value = await self._threads.submit(self.agent, request)
+            return await value if inspect.isawaitable(value) else value
+        except SystemExit as error:
+            # Caught here, inside the call's task: past a task boundary asyncio re-raises it
+            # out of the event loop, which would end the whole run. (A KeyboardInterrupt here
+            # is the user's Ctrl-C and goes on; a sync agent's own is wrapped by its thread.)
+            raise AgentAbortError(f"agent raised {_describe(error)}") from None
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # a timeout or the run's own cancellation
+                raise
+            raise AgentAbortError(f"agent raised {_describe(error)}") from None
 
     async def invoke(self, request: AgentRequest) -> AgentResponse:
         try:
@@ -134,5 +228,5 @@ class AgentInvoker:
         return coerce_response(value, request)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,20 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         html=directory / "report.html",
         junit=directory / "junit.xml",
     )
+    temporary = [
+        path.with_suffix(path.suffix + ".tmp") for path in (files.json, files.markdown, files.eval_report)
+    ]
+    try:
+        _write_files(session=session, run=run, files=files, temporary=temporary)
+    except BaseException:
+        for path in temporary:  # no half-written report is left behind
+            with suppress(OSError):
+                path.unlink(missing_ok=True)
+        raise
+    return files
+
+
+def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporary: list[Path]) -> None:
     header = _header(run)
     summary = report_summary(session=session, run=run)
     stats = metric_stats(session=session, run_id=run.id)
@@ -125,9 +139,6 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         for name, s in stats.items()
     ]
     case_scores: list[float] = []
-    temporary = [
-        path.with_suffix(path.suffix + ".tmp") for path in (files.json, files.markdown, files.eval_report)
-    ]
     with ExitStack() as stack:
         out_json, out_md, out_eval = (stack.enter_context(open(p, "w", encoding="utf-8")) for p in temporary)
         out_json.write(render("test_report_head.json.j2", report=header))
@@ -190,7 +201,6 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         tmp.replace(final)
     files.html.write_text(html.html(session), encoding="utf-8")
     files.junit.write_text(junit.xml(), encoding="utf-8")
-    return files
 
 
 def render_test_report_markdown(report: TestReport) -> str:

@@ -138,7 +138,8 @@ class FakeOpenAI:
                 pass
 
         self._stopping.clear()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        Server = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})  # bursts of clients
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()

@@ -43,10 +43,14 @@ def agent(request):
     with open(log, "a") as handle:
         handle.write(request.case_id + "\\n")
     calls = sum(1 for _ in open(log))
-    marker = log + ".crashed"
-    if calls == int(os.environ.get("CRASH_AT", "0")) and not os.path.exists(marker):
-        open(marker, "w").close()
-        raise Crash("the worker died")
+    crash_at = int(os.environ.get("CRASH_AT", "0"))
+    if crash_at and calls >= crash_at:
+        try:  # exactly once, whichever call gets here first
+            os.close(os.open(log + ".crashed", os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            pass
+        else:
+            raise Crash("the worker died")
     time.sleep(float(os.environ.get("AGENT_DELAY", "0")))
     return "answer " + request.input
 """
