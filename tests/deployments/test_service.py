@@ -134,6 +134,9 @@ def test_nightly_run_on_a_worker_stores_results_compares_and_posts_to_slack(
     }
     first = _trigger_and_wait(service, "nightly", request)
     assert first.state.type.value == "COMPLETED", first.state
+    # One case fails on purpose, so the nightly gate (every case must pass) does not hold:
+    # the run is Completed, named so the UI shows why at a glance.
+    assert (first.state.name, first.state.message) == ("Failed cases", "4/5 passed, 0 errored")
     second = _trigger_and_wait(service, "nightly", request | {"report_dir": str(tmp_path / "reports2")})
     assert second.state.type.value == "COMPLETED", second.state
 
