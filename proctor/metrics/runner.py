@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from models.case import MetricSpec
 from models.outcome import ScoredMetric
@@ -34,6 +35,11 @@ class BoundMetric:
     spec: MetricSpec
     metric: Metric
     judge: Judge | None = None
+
+    @functools.cached_property
+    def arguments(self) -> dict[str, Any]:
+        """The metric's configuration as stored with every result: dumped once per run, not per case."""
+        return self.metric.arguments()
 
     @property
     def threshold(self) -> float:
@@ -106,7 +112,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
             passed=False,
             error=f"could not decide whether the metric applies: {_describe(exc, None)}",
             evaluation_time_ms=int((time.perf_counter() - started) * 1000),
-            args=bound.metric.arguments(),
+            args=bound.arguments,
             metric_version=bound.metric.version,
         )
     if not applies:
@@ -135,7 +141,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         "scale": bound.spec.scale,
         "retry_count": retries,
         "evaluation_time_ms": elapsed_ms,
-        "args": bound.metric.arguments(),
+        "args": bound.arguments,
         "metric_version": bound.metric.version,
     }
     if score is None:

@@ -78,7 +78,9 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
     row_id = case_row_id(run_id, case.case_id, outcome.attempt)
     return [
         {
-            "id": uuid.uuid4(),
+            # Deterministic, like the case row's: a final write repeated after a lost commit
+            # is refused by the primary key instead of storing the metric twice.
+            "id": uuid.uuid5(row_id, f"{index}:{metric.metric_name}"),
             "run_id": run_id,
             "case_result_id": row_id,
             "case_id": case.case_id,
@@ -100,5 +102,5 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
             "details": metric.details,
             "reason": metric.reason,
         }
-        for metric in outcome.metrics
+        for index, metric in enumerate(outcome.metrics)
     ]
