@@ -14,6 +14,7 @@ from typing import Any
 
 from models.agentflow import SessionInput, ToolCall
 from models.case import Case, MetricSpec, Turn
+from proctor.loaders.errors import found
 
 ADK_DEFAULT_CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -32,14 +33,49 @@ def snake_keys(value: Any) -> Any:
     return converted
 
 
+class AdkFormatError(ValueError):
+    """A field of an ADK eval file that is missing or of the wrong type, and where it is."""
+
+    def __init__(self, field: str, where: str, expected: str, value: Any = None) -> None:
+        at = f" at {where}" if where else ""
+        got = f"; found {found(value)}" if value is not None else ""
+        super().__init__(f"missing or malformed field {field!r}{at}: expected {expected}{got}")
+
+
+def _field(mapping: dict[str, Any], name: str, where: str, kind: type, expected: str) -> Any:
+    """`mapping[name]` if it is a `kind`; absent or null is the kind's empty value."""
+    value = mapping.get(name)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise AdkFormatError(name, where, expected, value)
+    return value
+
+
+def _entry(value: Any, where: str, expected: str = "a mapping") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        field = where.rpartition(".")[2] or where
+        raise AdkFormatError(field, where, expected, value)
+    return value
+
+
+def _name(mapping: dict[str, Any], key: str, where: str) -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise AdkFormatError(key, where, "the tool's name (a non-empty string)", value)
+    return value
+
+
 def is_adk_evalset(document: Any) -> bool:
     if not isinstance(document, dict):
         return False
     cases = document.get("eval_cases") or document.get("evalCases") or []
     for case in cases if isinstance(cases, list) else []:
-        for invocation in (case or {}).get("conversation") or []:
-            keys = set(invocation or {})
-            if keys & {"final_response", "finalResponse", "intermediate_data", "intermediateData"}:
+        conversation = case.get("conversation") if isinstance(case, dict) else None
+        for invocation in conversation if isinstance(conversation, list) else []:
+            if not isinstance(invocation, dict):
+                continue
+            if set(invocation) & {"final_response", "finalResponse", "intermediate_data", "intermediateData"}:
                 return True
             content = invocation.get("user_content") or invocation.get("userContent") or {}
             if isinstance(content, dict) and "parts" in content:
@@ -55,56 +91,94 @@ def is_adk_legacy(document: Any) -> bool:
     )
 
 
-def content_text(content: dict[str, Any] | None) -> str:
+def content_text(content: dict[str, Any] | None, where: str = "") -> str:
     """The text parts of an ADK `Content`, joined as ADK joins them."""
-    parts = (content or {}).get("parts") or []
-    return "\n".join(str(part["text"]) for part in parts if isinstance(part, dict) and part.get("text"))
+    parts = _field(content or {}, "parts", where, list, "a list of parts")
+    texts = []
+    for index, part in enumerate(parts):
+        text = _entry(part, f"{where}.parts[{index}]").get("text")
+        if isinstance(text, dict | list):
+            raise AdkFormatError("text", f"{where}.parts[{index}]", "a string", text)
+        if text:
+            texts.append(str(text))
+    return "\n".join(texts)
 
 
-def _tool_uses(invocation: dict[str, Any]) -> list[ToolCall]:
-    data = invocation.get("intermediate_data") or {}
-    uses = data.get("tool_uses") or []
-    if not uses and data.get("invocation_events"):  # newer ADK: events with function_call parts
-        uses = [
-            part["function_call"]
-            for event in data["invocation_events"]
-            for part in ((event.get("content") or {}).get("parts") or [])
-            if part.get("function_call")
-        ]
-    return [ToolCall(name=use["name"], args=use.get("args") or {}, call_id=use.get("id")) for use in uses]
+def _tool_call(use: Any, where: str) -> ToolCall:
+    use = _entry(use, where, "a function call {name, args}")
+    call_id = use.get("id")
+    return ToolCall(
+        name=_name(use, "name", where),
+        args=_field(use, "args", where, dict, "a mapping of arguments"),
+        call_id=None if call_id is None else str(call_id),
+    )
+
+
+def _tool_uses(invocation: dict[str, Any], where: str) -> list[ToolCall]:
+    where = f"{where}.intermediate_data"
+    data = _field(invocation, "intermediate_data", where, dict, "a mapping with tool_uses")
+    uses = _field(data, "tool_uses", where, list, "a list of function calls")
+    if uses:
+        return [_tool_call(use, f"{where}.tool_uses[{index}]") for index, use in enumerate(uses)]
+    calls = []  # newer ADK: events with function_call parts
+    events = _field(data, "invocation_events", where, list, "a list of events")
+    for number, event in enumerate(events):
+        at = f"{where}.invocation_events[{number}]"
+        content = _field(_entry(event, at), "content", at, dict, "a Content mapping")
+        for index, part in enumerate(_field(content, "parts", f"{at}.content", list, "a list of parts")):
+            call = _entry(part, f"{at}.content.parts[{index}]").get("function_call")
+            if call:
+                calls.append(_tool_call(call, f"{at}.content.parts[{index}].function_call"))
+    return calls
+
+
+def _case_id(case: dict[str, Any], where: str) -> str:
+    eval_id = case.get("eval_id")
+    if eval_id is None or isinstance(eval_id, dict | list | bool) or not str(eval_id).strip():
+        raise AdkFormatError("eval_id", where, "the case's id (a non-empty string)", eval_id)
+    return str(eval_id)
 
 
 def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tuple[list[Case], list[str]]:
     document = snake_keys(document)
     cases, warnings = [], []
-    for case in document.get("eval_cases") or []:
-        turns = [
-            Turn(
-                turn_id=str(invocation.get("invocation_id") or f"turn_{index + 1}"),
-                input=content_text(invocation.get("user_content")),
-                expected_tool_calls=_tool_uses(invocation),
-                expected_response=content_text(invocation.get("final_response")) or None,
+    for number, case in enumerate(_field(document, "eval_cases", "", list, "a list of eval cases")):
+        where = f"eval_cases[{number}]"
+        case = _entry(case, where, "an eval case mapping")
+        turns = []
+        conversation = _field(case, "conversation", where, list, "a list of invocations")
+        for index, invocation in enumerate(conversation):
+            at = f"{where}.conversation[{index}]"
+            invocation = _entry(invocation, at, "an invocation mapping")
+            user = _field(invocation, "user_content", at, dict, "a Content mapping with parts")
+            final = _field(invocation, "final_response", at, dict, "a Content mapping with parts")
+            turns.append(
+                Turn(
+                    turn_id=str(invocation.get("invocation_id") or f"turn_{index + 1}"),
+                    input=content_text(user, f"{at}.user_content"),
+                    expected_tool_calls=_tool_uses(invocation, at),
+                    expected_response=content_text(final, f"{at}.final_response") or None,
+                )
             )
-            for index, invocation in enumerate(case.get("conversation") or [])
-        ]
-        session = case.get("session_input") or {}
+        session = _field(case, "session_input", where, dict, "a mapping with app_name, user_id, state")
+        state = _field(session, "state", f"{where}.session_input", dict, "a mapping")
         metadata: dict[str, Any] = {}
-        if case.get("conversation_scenario"):  # a simulated user plays the conversation
-            metadata["conversation_scenario"] = case["conversation_scenario"]
+        scenario = _field(case, "conversation_scenario", where, dict, "a mapping with starting_prompt")
+        if scenario:  # a simulated user plays the conversation
+            metadata["conversation_scenario"] = scenario
             if not turns:
-                scenario = case["conversation_scenario"]
                 turns = [
                     Turn(turn_id="sim_1", input=str(scenario.get("starting_prompt") or "(simulated user)"))
                 ]
         cases.append(
             Case(
-                case_id=str(case["eval_id"]),
+                case_id=_case_id(case, where),
                 turns=turns,
                 metrics=specs,
                 metadata=metadata,
                 session=SessionInput(
-                    initial_state=session.get("state") or {},
-                    config={k: session[k] for k in ("app_name", "user_id") if session.get(k)},
+                    initial_state=state,
+                    config={k: str(session[k]) for k in ("app_name", "user_id") if session.get(k)},
                 ),
                 source_format="adk",
             )
@@ -114,16 +188,27 @@ def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tup
 
 def case_from_legacy(items: list[dict[str, Any]], path: Path, specs: list[MetricSpec]) -> Case:
     """A legacy `.test.json` is one conversation: each entry is a turn, as ADK migrates it."""
-    turns = [
-        Turn(
-            turn_id=f"turn_{index + 1}",
-            input=str(item["query"]),
-            expected_tool_calls=[
-                ToolCall(name=use["tool_name"], args=use.get("tool_input") or {})
-                for use in item.get("expected_tool_use") or []
-            ],
-            expected_response=item.get("reference") or None,
+    turns = []
+    for index, item in enumerate(items):
+        where = f"[{index}]"
+        query, reference = item.get("query"), item.get("reference")
+        if not isinstance(query, str | int | float) or isinstance(query, bool):
+            raise AdkFormatError("query", where, "the user's message (a string)", query)
+        if reference is not None and not isinstance(reference, str):
+            raise AdkFormatError("reference", where, "the expected answer (a string)", reference)
+        calls = []
+        uses = _field(item, "expected_tool_use", where, list, "a list of {tool_name, tool_input}")
+        for number, use in enumerate(uses):
+            at = f"{where}.expected_tool_use[{number}]"
+            use = _entry(use, at, "a mapping with tool_name and tool_input")
+            args = _field(use, "tool_input", at, dict, "a mapping of arguments")
+            calls.append(ToolCall(name=_name(use, "tool_name", at), args=args))
+        turns.append(
+            Turn(
+                turn_id=f"turn_{index + 1}",
+                input=str(query),
+                expected_tool_calls=calls,
+                expected_response=reference or None,
+            )
         )
-        for index, item in enumerate(items)
-    ]
     return Case(case_id=path.name, name=path.stem, turns=turns, metrics=specs, source_format="adk-legacy")

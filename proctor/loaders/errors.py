@@ -37,7 +37,8 @@ def json_path(location: tuple[int | str, ...], prefix: str = "") -> str:
     return text
 
 
-def _found(value: object) -> str:
+def found(value: object) -> str:
+    """A value as a problem quotes it: its repr, cut short."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -48,7 +49,7 @@ def problems_from_validation(file: str, error: ValidationError, prefix: str = ""
     for issue in error.errors():
         message = issue["msg"]
         if issue["type"] not in {"missing", "value_error", "assertion_error"} and "input" in issue:
-            message = f"{message}; found {_found(issue['input'])}"
+            message = f"{message}; found {found(issue['input'])}"
         elif issue["type"] == "missing":
             message = "required field is missing"
         problems.append(Problem(file, json_path(tuple(issue["loc"]), prefix), message))

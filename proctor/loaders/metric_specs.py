@@ -64,7 +64,17 @@ def spec_from_evaluation_metric(
 def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
     """The problem with a spec's name or arguments, found before anything runs."""
     try:
-        REGISTRY.build(spec)
+        metric = REGISTRY.build(spec)
     except MetricConfigError as error:
         return Problem(file, location, str(error))
+    threshold, scale = spec.threshold, spec.scale
+    if threshold is not None:
+        judged_on_a_scale = metric.kind == "llm" and scale is not None and scale > 1
+        top = float(scale) if judged_on_a_scale else 1.0
+        if not 0.0 <= threshold <= top:
+            return Problem(
+                file,
+                f"{location}.threshold",
+                f"expected a threshold between 0 and {top:g}, got {threshold:g}",
+            )
     return None

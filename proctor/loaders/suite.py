@@ -7,9 +7,11 @@ the location and what was expected; nothing runs until the whole suite is valid.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import yaml
 from pydantic import ValidationError
@@ -18,8 +20,10 @@ from models.agentflow import EvalConfig, EvalSet
 from models.case import Case, MetricSpec, Suite
 from models.holodeck import EvaluationMetric, TestCaseModel
 from models.vanna import TestCase
+from proctor.files import allowed_roots
 from proctor.loaders import adk, holodeck
-from proctor.loaders.errors import Problem, SuiteError, problems_from_validation
+from proctor.loaders.documents import read_document
+from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
 from proctor.loaders.formats import (
     VANNA_DEFAULT_EVALUATORS,
     case_from_test_case_model,
@@ -35,29 +39,10 @@ from proctor.metrics.registry import REGISTRY
 
 CONFIG_NEIGHBOURS = ("eval_config.json", "test_config.json")
 HOLODECK_AGENT_FIELDS = ("model", "instructions", "tools", "description", "response_format")
-
-
-def read_document(path: Path) -> Any:
-    """Parse a JSON or YAML file; syntax errors name the line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError([Problem(str(path), "", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SuiteError([Problem(str(path), "", f"cannot read file: {error}")]) from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            location = f"line {error.lineno}, column {error.colno}"
-            raise SuiteError([Problem(str(path), location, f"invalid JSON: {error.msg}")]) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise SuiteError([Problem(str(path), location, f"invalid YAML: {problem}")]) from None
+HOLODECK_NAMES = ("agent.yaml", "agent.yml")
+VANNA_NAME = re.compile(r"\.dataset\.(json|ya?ml)$")
+VANNA_FIELDS = ("name", "description", "metadata", "evaluators", "test_cases")
+MAX_ID_LENGTH = 200  # ids name database rows (indexed), report folders and Prefect task runs
 
 
 def detect_format(path: Path, document: Any) -> str:
@@ -67,6 +52,10 @@ def detect_format(path: Path, document: Any) -> str:
         return "adk-legacy"
     if path.name.endswith(".evalset.json") or (isinstance(document, dict) and "eval_set_id" in document):
         return "agentflow"
+    if path.name in HOLODECK_NAMES:
+        return "holodeck"
+    if VANNA_NAME.search(path.name):
+        return "vanna"
     if isinstance(document, dict) and "dataset" in document:
         return "vanna"
     if isinstance(document, dict) and "test_cases_file" in document:
@@ -231,6 +220,15 @@ def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any
     if document.get("test_cases"):
         return [], [Problem(str(path), "test_cases_file", "give test_cases or test_cases_file, not both")]
     source = path.parent / str(reference)
+    if not any(source.resolve().is_relative_to(root) for root in allowed_roots(path.parent)):
+        return [], [
+            Problem(
+                str(path),
+                "test_cases_file",
+                f"{reference} leaves the suite folder "
+                "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
+            )
+        ]
     loaded = read_document(source)
     problems: list[Problem] = []
     loaded = holodeck.substitute_env(loaded, problems, str(source))
@@ -458,16 +456,53 @@ def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Su
     document = read_document(path)
     suite_format = detect_format(path, document)
     if suite_format == "agentflow":
-        return _load_agentflow(path, document, Path(config_path) if config_path else None)
-    if suite_format in {"adk", "adk-legacy"}:
-        return _load_adk(
+        suite = _load_agentflow(path, document, Path(config_path) if config_path else None)
+    elif suite_format in {"adk", "adk-legacy"}:
+        suite = _load_adk(
             path, document, Path(config_path) if config_path else None, suite_format == "adk-legacy"
         )
-    if config_path is not None:
+    elif config_path is not None:
         raise SuiteError([Problem(str(config_path), "", "--config applies to agentflow evalsets only")])
-    if suite_format == "holodeck":
-        return _load_holodeck(path, document)
-    return _load_vanna(path, document)
+    elif suite_format == "holodeck":
+        suite = _load_holodeck(path, document)
+    else:
+        suite = _load_vanna(path, document)
+    problems = _file_problems(path, suite.cases)
+    if problems:
+        raise SuiteError(problems)
+    return suite
+
+
+def _file_problems(path: Path, cases: list[Case]) -> list[Problem]:
+    """Attached files a suite may not read, found before anything runs: local paths outside
+    the suite folder (and PROCTOR_ALLOWED_FILE_ROOTS), URLs that are not http(s)."""
+    problems = []
+    roots = allowed_roots(path.parent)
+    for case in cases:
+        for index, file_input in enumerate(case.files):
+            location = f"case {case.case_id!r} files[{index}]"
+            if file_input.path is not None:
+                target = (path.parent / file_input.path).resolve()
+                if not any(target.is_relative_to(root) for root in roots):
+                    problems.append(
+                        Problem(
+                            str(path),
+                            f"{location}.path",
+                            f"{file_input.path} leaves the suite folder "
+                            "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
+                        )
+                    )
+            if file_input.url is not None:
+                scheme = urlparse(file_input.url).scheme.lower()
+                if scheme not in {"http", "https"}:
+                    problems.append(
+                        Problem(
+                            str(path),
+                            f"{location}.url",
+                            f"only http and https URLs are fetched, not {scheme!r}",
+                        )
+                    )
+    return problems
 
 
 def slug(text: str) -> str:
