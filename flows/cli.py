@@ -251,6 +251,7 @@ def _report(args: argparse.Namespace) -> int:
     from proctor.reporting import write_reports
     from proctor.reporting.html import html_report
     from proctor.reporting.junit import junit_xml
+    from proctor.reporting.reports import markdown_report
     from proctor.storage import default_database_url, get_engine
 
     with Session(get_engine(args.database_url or default_database_url())) as session:
@@ -263,10 +264,12 @@ def _report(args: argparse.Namespace) -> int:
             sys.stdout.write(html_report(session=session, run=run))
         elif args.format == "junit":
             sys.stdout.write(junit_xml(session=session, run=run))
+        elif args.format == "md":
+            sys.stdout.writelines(markdown_report(session=session, run=run))
         else:
             with tempfile.TemporaryDirectory() as folder:
                 files = write_reports(session=session, run=run, directory=Path(folder))
-                sys.stdout.write((files.markdown if args.format == "md" else files.json).read_text())
+                sys.stdout.write(files.json.read_text())
     return EXIT_PASSED
 
 

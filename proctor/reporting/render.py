@@ -64,6 +64,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # templates ship with the package: no stat() per case rendered
     )
     env.filters.update(md=md_inline, code=md_code, json=to_json, seconds=seconds, title=title)
     return env

@@ -105,6 +105,42 @@ def markdown_pieces(
         yield render("report_case.md.j2", item=item, number=number)
 
 
+def _markdown_head(
+    session: Session, run: EvalRun, header: dict[str, Any], summary: ReportSummary, stats: dict[str, Any]
+) -> str:
+    pass_rates = {name: 100.0 * s["passed"] / s["evaluated"] for name, s in stats.items() if s["evaluated"]}
+    return render(
+        "report_head.md.j2",
+        report=header,
+        summary=summary,
+        metrics=[
+            {"name": name, "avg_score": s["avg_score"], "pass_rate": pass_rates.get(name, 0.0)}
+            for name, s in stats.items()
+        ],
+        run=run,
+        unsteady=unsteady_cases(session=session, run=run),
+        judge_calls=sum(s["judge_calls"] for s in stats.values()),
+        cached_calls=sum(s["cached_calls"] for s in stats.values()),
+    )
+
+
+def _markdown_case(row: Any, metric_rows: list[Any], result: TestResult, number: int) -> str:
+    item = ReportItem(
+        result=result,
+        turns=[AgentTurn.model_validate(turn) for turn in row.turns],
+        reasons=[metric.reason for metric in metric_rows],
+    )
+    return render("report_case.md.j2", item=item, number=number)
+
+
+def markdown_report(*, session: Session, run: EvalRun) -> Iterator[str]:
+    """The Markdown report alone, a case at a time (what `proctor report --format md` prints)."""
+    stats = metric_stats(session=session, run_id=run.id)
+    yield _markdown_head(session, run, _header(run), report_summary(session=session, run=run), stats)
+    for number, (row, metric_rows) in enumerate(iter_results(session=session, run_id=run.id), start=1):
+        yield _markdown_case(row, metric_rows, test_result(row, metric_rows), number)
+
+
 def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportFiles:
     """Render every report format for `run` into `directory` (created if missing)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -133,27 +169,11 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
     header = _header(run)
     summary = report_summary(session=session, run=run)
     stats = metric_stats(session=session, run_id=run.id)
-    pass_rates = {name: 100.0 * s["passed"] / s["evaluated"] for name, s in stats.items() if s["evaluated"]}
-    metrics = [
-        {"name": name, "avg_score": s["avg_score"], "pass_rate": pass_rates.get(name, 0.0)}
-        for name, s in stats.items()
-    ]
     case_scores: list[float] = []
     with ExitStack() as stack:
         out_json, out_md, out_eval = (stack.enter_context(open(p, "w", encoding="utf-8")) for p in temporary)
         out_json.write(render("test_report_head.json.j2", report=header))
-        out_md.write(
-            render(
-                "report_head.md.j2",
-                report=header,
-                summary=summary,
-                metrics=metrics,
-                run=run,
-                unsteady=unsteady_cases(session=session, run=run),
-                judge_calls=sum(s["judge_calls"] for s in stats.values()),
-                cached_calls=sum(s["cached_calls"] for s in stats.values()),
-            )
-        )
+        out_md.write(_markdown_head(session, run, header, summary, stats))
         out_eval.write(
             f'{{\n  "report_id": {to_json(str(run.id))},\n  "eval_set_id": {to_json(run.suite_id)},\n'
             f'  "eval_set_name": {to_json(run.suite_name)},\n  "results": [\n'
@@ -165,12 +185,7 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
             result = test_result(row, metric_rows)
             separator = ",\n" if number > 1 else ""
             out_json.write(f"{separator}    {to_json(result)}")
-            item = ReportItem(
-                result=result,
-                turns=[AgentTurn.model_validate(turn) for turn in row.turns],
-                reasons=[metric.reason for metric in metric_rows],
-            )
-            out_md.write(render("report_case.md.j2", item=item, number=number))
+            out_md.write(_markdown_case(row, metric_rows, result, number))
             out_eval.write(f"{separator}    {to_json(eval_case_result(row, metric_rows))}")
             scores = [m.score for m in metric_rows if m.score is not None]
             case_scores.append(sum(scores) / len(scores) if scores else float(bool(row.passed)))
