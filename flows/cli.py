@@ -423,15 +423,18 @@ def _run(args: argparse.Namespace) -> int:
     for path in discover(args.suite):
         try:
             request = EvaluationRequest(**{**fields, "suite": str(path)})
-            _, cases, _ = prepare(request)
-            planned.append((request, len(cases) * request.repeat))
+            # Only the count is kept: the flow loads the suite itself, and holding these cases
+            # too would double the memory of a large suite.
+            planned.append((request, len(prepare(request)[1]) * request.repeat))
         except SuiteError as error:
             problems += error.problems
         except ValidationError as error:
             problems += [
                 Problem(str(path), ".".join(map(str, issue["loc"])), issue["msg"]) for issue in error.errors()
             ]
-        except (AgentLoadError, ValueError) as error:
+        except AgentLoadError as error:
+            problems.append(Problem(str(path), "--agent" if args.agent else "metadata.agent", str(error)))
+        except ValueError as error:
             problems.append(Problem(str(path), "", str(error)))
     if problems or not planned:
         _print_problems(SuiteError(problems or [Problem(args.suite, "", "no suite files found")]))
@@ -529,7 +532,7 @@ def _resume(args: argparse.Namespace) -> int:
         fields["concurrency"] = args.concurrency
     try:
         request = EvaluationRequest(**fields)
-        _, cases, _ = prepare(request)
+        case_count = len(prepare(request)[1])
     except SuiteError as error:
         _print_problems(error)
         return EXIT_BAD_INPUT
@@ -543,7 +546,7 @@ def _resume(args: argparse.Namespace) -> int:
     except (AgentLoadError, ValueError) as error:
         _print_problems(SuiteError([Problem(run.suite_path, "", str(error))]))
         return EXIT_BAD_INPUT
-    remaining = max(0, len(cases) * request.repeat - finished)
+    remaining = max(0, case_count * request.repeat - finished)
     print(
         f"resuming run {run.id}: {finished} case runs already finished, {remaining} to run", file=sys.stderr
     )
@@ -558,10 +561,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"proctor {__version__}")
         return EXIT_PASSED
-    if args.command == "run":
-        return _run(args)
-    if args.command == "resume":
-        return _resume(args)
+    if args.command in ("run", "resume"):
+        try:
+            return _run(args) if args.command == "run" else _resume(args)
+        finally:  # commit what is queued and close connections now, not in finalizers at exit
+            from proctor.storage.db import dispose_engines
+            from proctor.storage.writer import close_writers
+
+            close_writers()
+            dispose_engines()
     if args.command == "validate":
         return _validate(args)
     if args.command == "schema":

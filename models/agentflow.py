@@ -194,6 +194,8 @@ class MatchType(StrEnum):
 class Rubric(BaseModel):
     """A custom rubric for LLM-judged evaluation."""
 
+    model_config = ConfigDict(extra="forbid")
+
     name: str
     description: str
     scoring_guide: str
@@ -216,9 +218,18 @@ class CriterionConfig(BaseModel):
     judge_model: str = "gpt-4o-mini"
     rubrics: list[Rubric] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _judge_options_mapping(self) -> CriterionConfig:
+        options = (self.model_extra or {}).get("judge_model_options")
+        if options is not None and not isinstance(options, dict):
+            raise ValueError("judge_model_options must be a mapping with judge_model and num_samples")
+        return self
+
 
 class UserSimulatorConfig(BaseModel):
     """An LLM that plays the user toward goals (driven by the user-simulator feature)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str = "gpt-4o-mini"
     goals: list[str] = Field(default_factory=list)
@@ -242,8 +253,11 @@ class EvalConfig(BaseModel):
     """Which criteria score a set, and how.
 
     A bare number as a criterion (`"response_match_score": 0.5`, as ADK's
-    `test_config.json` writes it) is read as that criterion's threshold.
+    `test_config.json` writes it) is read as that criterion's threshold. Unknown fields are
+    errors: a misspelt `criteria` would otherwise score nothing and pass every case.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     criteria: dict[str, CriterionConfig] = Field(default_factory=dict)
     user_simulator_config: UserSimulatorConfig | None = None

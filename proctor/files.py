@@ -54,10 +54,17 @@ def allowed_roots(base_dir: Path) -> list[Path]:
     return [base_dir.resolve(), *extra]
 
 
+def leaves_roots(path: str | Path, base_dir: Path) -> bool:
+    """Whether `path` (relative to `base_dir`) resolves outside the suite folder and every
+    allowed root; the loaders ask before a run, `resolve_path` again when the file is read."""
+    resolved = (base_dir / path).resolve()
+    return not any(resolved.is_relative_to(root) for root in allowed_roots(base_dir))
+
+
 def resolve_path(file_input: FileInput, base_dir: Path) -> Path:
     assert file_input.path is not None
     path = (base_dir / file_input.path).resolve()
-    if not any(path.is_relative_to(root) for root in allowed_roots(base_dir)):
+    if leaves_roots(file_input.path, base_dir):
         raise FileProcessingError(
             f"{file_input.path}: path leaves the suite folder {base_dir.resolve()} "
             "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)"
@@ -73,9 +80,12 @@ def _cache_key(file_input: FileInput) -> str:
     return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
 
 
+URL_SCHEMES = ("http", "https")
+
+
 def _check_url(url: str) -> None:
     scheme = urlparse(url).scheme.lower()
-    if scheme not in {"http", "https"}:
+    if scheme not in URL_SCHEMES:
         raise FileProcessingError(f"{url}: only http and https URLs are fetched, not {scheme or 'this'}")
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -142,4 +141,6 @@ class HttpAgent:
 
 
 def load_http_agent(config_path: Path) -> HttpAgent:
-    return HttpAgent(HttpAgentConfig.model_validate(yaml.safe_load(config_path.read_text(encoding="utf-8"))))
+    from proctor.loaders.documents import read_document
+
+    return HttpAgent(HttpAgentConfig.model_validate(read_document(config_path)))

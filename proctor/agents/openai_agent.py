@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import openai
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from models.holodeck import LLMProvider
@@ -168,5 +167,7 @@ class OpenAIToolAgent:
 
 
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
-    document = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    from proctor.loaders.documents import read_document
+
+    document = read_document(config_path)
     return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent)

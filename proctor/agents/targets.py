@@ -37,6 +37,8 @@ def resolve_relative_target(target: str, base_dir: Path) -> str:
 def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
     from pydantic import ValidationError
 
+    from proctor.loaders.errors import SuiteError
+
     path = Path(config)
     if not path.is_file():
         raise AgentLoadError(f"agent target '{kind}:{config}': config file {path} not found")
@@ -49,9 +51,15 @@ def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
 
         return load_http_agent(path)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}" for e in error.errors()
+        )
         raise AgentLoadError(f"agent config {path}: {problems}") from None
-    except Exception as error:  # credentials, unreadable instructions, bad YAML
+    except SuiteError as error:  # unreadable or broken YAML, said as the suite loader says it
+        raise AgentLoadError(
+            "; ".join(" ".join(str(problem).split()) for problem in error.problems)
+        ) from None
+    except Exception as error:  # credentials, unreadable instructions
         raise AgentLoadError(f"agent config {path}: {error}") from None
 
 

@@ -36,10 +36,11 @@ def snake_keys(value: Any) -> Any:
 class AdkFormatError(ValueError):
     """A field of an ADK eval file that is missing or of the wrong type, and where it is."""
 
-    def __init__(self, field: str, where: str, expected: str, value: Any = None) -> None:
+    def __init__(self, field: str | None, where: str, expected: str, value: Any = None) -> None:
         at = f" at {where}" if where else ""
         got = f"; found {found(value)}" if value is not None else ""
-        super().__init__(f"missing or malformed field {field!r}{at}: expected {expected}{got}")
+        what = f"missing or malformed field {field!r}" if field else "malformed entry"
+        super().__init__(f"{what}{at}: expected {expected}{got}")
 
 
 def _field(mapping: dict[str, Any], name: str, where: str, kind: type, expected: str) -> Any:
@@ -54,8 +55,7 @@ def _field(mapping: dict[str, Any], name: str, where: str, kind: type, expected:
 
 def _entry(value: Any, where: str, expected: str = "a mapping") -> dict[str, Any]:
     if not isinstance(value, dict):
-        field = where.rpartition(".")[2] or where
-        raise AdkFormatError(field, where, expected, value)
+        raise AdkFormatError(None, where, expected, value)
     return value
 
 
@@ -115,8 +115,8 @@ def _tool_call(use: Any, where: str) -> ToolCall:
 
 
 def _tool_uses(invocation: dict[str, Any], where: str) -> list[ToolCall]:
-    where = f"{where}.intermediate_data"
     data = _field(invocation, "intermediate_data", where, dict, "a mapping with tool_uses")
+    where = f"{where}.intermediate_data"
     uses = _field(data, "tool_uses", where, list, "a list of function calls")
     if uses:
         return [_tool_call(use, f"{where}.tool_uses[{index}]") for index, use in enumerate(uses)]

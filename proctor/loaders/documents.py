@@ -17,7 +17,7 @@ import yaml
 
 from proctor.loaders.errors import Problem, SuiteError, json_path
 
-MAX_DOCUMENT_BYTES = int(os.environ.get("PROCTOR_MAX_SUITE_BYTES", 20 * 1024 * 1024))
+MAX_DOCUMENT_BYTES = int(os.environ.get("PROCTOR_MAX_SUITE_BYTES") or 256 * 2**20)  # 100k cases: ~21 MB
 MAX_DEPTH = 100  # suites nest about 12 levels; tool arguments take a few more
 MAX_ALIAS_VALUES = 100_000  # values YAML aliases may repeat beyond those written out
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -116,8 +116,9 @@ def _check_yaml_graph(node: yaml.Node) -> str | None:
 
 
 def _parse_yaml(path: Path, text: str) -> Any:
-    loader = _StrictLoader(text)
+    loader = None
     try:
+        loader = _StrictLoader(text)  # checks every character first
         node = loader.get_single_node()
         if node is None:
             return None
@@ -139,7 +140,8 @@ def _parse_yaml(path: Path, text: str) -> Any:
             problem = f"character #x{error.character:04x} is not allowed in YAML (is this a binary file?)"
         raise SuiteError([Problem(str(path), location, f"invalid YAML: {problem or error}")]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _parse_json(path: Path, text: str) -> Any:
@@ -172,8 +174,8 @@ def read_document(path: Path) -> Any:
                     Problem(
                         str(path),
                         "",
-                        f"the file is {size} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit "
-                        "(PROCTOR_MAX_SUITE_BYTES)",
+                        f"the file is {size / 2**20:.1f} MB, over the {MAX_DOCUMENT_BYTES / 2**20:g} MB "
+                        "limit for a suite file (PROCTOR_MAX_SUITE_BYTES)",
                     )
                 ]
             )

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+
+from pydantic import ValidationError
 
 from models.agentflow import ToolCall
 from models.case import Case, MetricSpec, Turn
 from models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
 from proctor.agents.targets import resolve_relative_target
 from proctor.env import expand_env
-from proctor.loaders.errors import Problem
-from proctor.loaders.metric_specs import spec_from_evaluation_metric
+from proctor.files import URL_SCHEMES, leaves_roots
+from proctor.loaders.errors import Problem, found, problems_from_validation
+from proctor.loaders.metric_specs import check_spec, spec_from_evaluation_metric
 
 STANDARD_METRICS = {
     "f1_score": "token_f1",
@@ -76,7 +80,7 @@ def metric_from_typed(
         if "name" in entry:
             entry["label"] = entry.pop("name")
         params = entry.get("evaluation_params")
-        if params:
+        if params and isinstance(params, list):
             entry["evaluation_params"] = sorted(
                 {GEVAL_PARAMS.get(p, p) for p in params if p != "actual_output"} | {"actual_output"}
             )
@@ -103,6 +107,24 @@ def metric_from_typed(
     else:
         raise ValueError(f"unknown metric type {kind!r}; expected geval, rag, standard or code")
     return EvaluationMetric.model_validate(entry)
+
+
+def file_problems(file_input: FileInput, base_dir: Path, file: str, location: str) -> list[Problem]:
+    """An attached file the suite may not read, found before anything runs: a path outside the
+    suite folder (and PROCTOR_ALLOWED_FILE_ROOTS), or a URL that is not http(s)."""
+    if file_input.path is not None and leaves_roots(file_input.path, base_dir):
+        return [
+            Problem(
+                file,
+                f"{location}.path",
+                f"{file_input.path} leaves the suite folder "
+                "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
+            )
+        ]
+    scheme = urlparse(file_input.url).scheme.lower() if file_input.url is not None else "http"
+    if scheme not in URL_SCHEMES:
+        return [Problem(file, f"{location}.url", f"only http and https URLs are fetched, not {scheme!r}")]
+    return []
 
 
 def _expected_tools(
@@ -132,24 +154,48 @@ def _expected_tools(
 
 
 def multi_turn_case(
-    raw: dict[str, Any], index: int, specs: list[MetricSpec], file: str, warnings: list[str]
+    raw: dict[str, Any],
+    index: int,
+    specs: list[MetricSpec],
+    file: str,
+    warnings: list[str],
+    base_dir: Path | None = None,
 ) -> tuple[Case | None, list[Problem]]:
-    """A HoloDeck case with `turns:` (one session, one exchange per turn)."""
+    """A HoloDeck case with `turns:` (one session, one exchange per turn); paths resolve
+    against `base_dir`, the agent.yaml's folder (by default, that of `file`)."""
+    base_dir = base_dir if base_dir is not None else Path(file).parent
     location = f"test_cases[{index}]"
     problems = [
         Problem(file, f"{location}.{key}", "must not be set when the case has turns")
         for key in ("input", "ground_truth", "expected_tools", "files", "retrieval_context")
         if key in raw
     ]
+    name = raw.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        problems.append(
+            Problem(file, f"{location}.name", f"expected a non-empty string; found {found(name)}")
+        )
+    raw_turns = raw.get("turns") or []
+    if not isinstance(raw_turns, list):
+        problems.append(
+            Problem(file, f"{location}.turns", f"expected a list of turns; found {found(raw_turns)}")
+        )
+        raw_turns = []
     turns, files, expected_names, per_turn_specs = [], [], [], []
-    for number, turn in enumerate(raw.get("turns") or []):
+    for number, turn in enumerate(raw_turns):
         where = f"{location}.turns[{number}]"
         if not isinstance(turn, dict):
-            problems.append(Problem(file, where, f"expected a mapping with input; found {turn!r}"))
+            problems.append(Problem(file, where, f"expected a mapping with input; found {found(turn)}"))
             continue
         text = turn.get("input")
         if not isinstance(text, str) or not text.strip():
             problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
+            continue
+        ground_truth = turn.get("ground_truth")
+        if ground_truth is not None and not isinstance(ground_truth, str):
+            problems.append(
+                Problem(file, f"{where}.ground_truth", f"expected a string; found {found(ground_truth)}")
+            )
             continue
         try:
             names, calls = _expected_tools(
@@ -159,30 +205,54 @@ def multi_turn_case(
             problems.append(Problem(file, f"{where}.expected_tools", str(error)))
             continue
         expected_names += names or []
-        for file_index, item in enumerate(turn.get("files") or []):
+        turn_files = turn.get("files") or []
+        if not isinstance(turn_files, list):
+            problems.append(
+                Problem(file, f"{where}.files", f"expected a list of files; found {found(turn_files)}")
+            )
+            turn_files = []
+        for file_index, item in enumerate(turn_files):
             try:
-                files.append(FileInput.model_validate(item))
+                file_input = FileInput.model_validate(item)
+            except ValidationError as error:
+                problems += problems_from_validation(file, error, f"{where}.files[{file_index}]")
+                continue
+            files.append(file_input)
+            problems += file_problems(file_input, base_dir, file, f"{where}.files[{file_index}]")
+        metrics = turn.get("evaluations") or []
+        if not isinstance(metrics, list):
+            problems.append(
+                Problem(file, f"{where}.evaluations", f"expected a list of metrics; found {found(metrics)}")
+            )
+            metrics = []
+        for metric_index, metric in enumerate(metrics):
+            at = f"{where}.evaluations[{metric_index}]"
+            if not isinstance(metric, dict):
+                continue
+            try:
+                converted = metric_from_typed(metric, file, at, warnings, base_dir)
+            except ValidationError as error:
+                problems += problems_from_validation(file, error, at)
+                continue
             except ValueError as error:
-                problems.append(
-                    Problem(file, f"{where}.files[{file_index}]", str(error).splitlines()[-1].strip())
-                )
-        for metric_index, metric in enumerate(turn.get("evaluations") or []):
-            if isinstance(metric, dict):
-                converted = metric_from_typed(
-                    metric, file, f"{where}.evaluations[{metric_index}]", warnings, Path(file).parent
-                )
-                if converted:
-                    per_turn_specs.append(spec_from_evaluation_metric(converted))
+                problems.append(Problem(file, at, str(error)))
+                continue
+            if converted:
+                spec = spec_from_evaluation_metric(converted)
+                problem = check_spec(spec, file, at)
+                if problem:
+                    problems.append(problem)
+                per_turn_specs.append(spec)
         turns.append(
             Turn(
                 turn_id=f"turn_{number + 1}",
                 input=text,
-                expected_response=turn.get("ground_truth"),
+                expected_response=ground_truth,
                 expected_tool_calls=calls,
                 metadata={k: turn[k] for k in ("turn_config", "retrieval_context") if k in turn},
             )
         )
-    if not raw.get("turns"):
+    if not raw_turns and isinstance(raw.get("turns") or [], list):
         problems.append(Problem(file, f"{location}.turns", "at least one turn is required"))
     if len(files) > MAX_FILES_PER_CASE:
         problems.append(
@@ -190,7 +260,6 @@ def multi_turn_case(
         )
     if problems:
         return None, problems
-    name = raw.get("name")
     return Case(
         case_id=name or f"test_{index + 1}",
         name=name,

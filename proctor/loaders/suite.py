@@ -6,21 +6,17 @@ the location and what was expected; nothing runs until the whole suite is valid.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
-import yaml
 from pydantic import ValidationError
 
 from models.agentflow import EvalConfig, EvalSet
 from models.case import Case, MetricSpec, Suite
 from models.holodeck import EvaluationMetric, TestCaseModel
 from models.vanna import TestCase
-from proctor.files import allowed_roots
+from proctor.files import leaves_roots
 from proctor.loaders import adk, holodeck
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
@@ -42,6 +38,7 @@ HOLODECK_AGENT_FIELDS = ("model", "instructions", "tools", "description", "respo
 HOLODECK_NAMES = ("agent.yaml", "agent.yml")
 VANNA_NAME = re.compile(r"\.dataset\.(json|ya?ml)$")
 VANNA_FIELDS = ("name", "description", "metadata", "evaluators", "test_cases")
+METRIC_ENTRY = "expected a metric mapping ({metric: name, ...} or {type: standard|geval|rag|code, ...})"
 MAX_ID_LENGTH = 200  # ids name database rows (indexed), report folders and Prefect task runs
 
 
@@ -93,6 +90,16 @@ def _eval_config_for(
             raise SuiteError(problems_from_validation(str(path), error, "metadata.eval_config")) from None
     if isinstance(inline, str):
         return _load_config(path.parent / inline), str(path.parent / inline), False
+    if inline is not None:
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "metadata.eval_config",
+                    f"expected a config file name or an inline config with criteria; found {found(inline)}",
+                )
+            ]
+        )
     for name in CONFIG_NEIGHBOURS:
         neighbour = path.parent / name
         if neighbour.exists():
@@ -124,6 +131,8 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
         evalset = EvalSet.model_validate(document)
     except ValidationError as error:
         raise SuiteError(problems_from_validation(str(path), error)) from None
+    if isinstance(document, dict):
+        document.clear()  # the caller still refers to it: free the parsed JSON before building cases
     config, config_source, is_default = _eval_config_for(path, evalset.metadata, config_path)
     warnings = []
     if is_default:
@@ -143,9 +152,15 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
             )
     if not evalset.eval_cases:
         problems.append(Problem(str(path), "eval_cases", "the set has no cases"))
+    agent = evalset.metadata.get("agent")
+    problems += _agent_problems(str(path), agent, "metadata.agent")
+    problems += _long_ids(
+        str(path),
+        [("eval_set_id", evalset.eval_set_id)]
+        + [(f"eval_cases[{i}].eval_id", case.eval_id) for i, case in enumerate(evalset.eval_cases)],
+    )
     if problems:
         raise SuiteError(problems)
-    agent = evalset.metadata.get("agent")
     cases = cases_from_evalset(evalset, specs)
     if config.user_simulator_config is not None:  # every case is played by the simulated user
         simulator = config.user_simulator_config.model_dump()
@@ -169,11 +184,14 @@ def _load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suit
 def _load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) -> Suite:
     """ADK eval files, scored by the `test_config.json` beside them or ADK's default criteria."""
     metadata = {} if legacy else (document.get("metadata") or {})
+    if not isinstance(metadata, dict):
+        raise SuiteError([Problem(str(path), "metadata", f"expected a mapping; found {found(metadata)}")])
     config, config_source, _ = _eval_config_for(
         path, metadata, config_path, default=EvalConfig.model_validate({"criteria": adk.ADK_DEFAULT_CRITERIA})
     )
     specs = specs_from_eval_config(config)
     problems = _check([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    problems += _agent_problems(str(path), metadata.get("agent"), "metadata.agent")
     warnings: list[str] = []
     try:
         if legacy:
@@ -181,24 +199,29 @@ def _load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool)
         else:
             cases, case_warnings = adk.cases_from_evalset(document, specs)
             warnings += [f"{path}: {warning}" for warning in case_warnings]
-    except (KeyError, TypeError, ValidationError) as error:
+    except (adk.AdkFormatError, ValidationError) as error:
         detail = (
-            "; ".join(str(p) for p in problems_from_validation(str(path), error))
+            "; ".join(f"{p.location}: {p.message}" for p in problems_from_validation(str(path), error))
             if isinstance(error, ValidationError)
-            else f"missing or malformed field {error}"
+            else str(error)
         )
         problems.append(Problem(str(path), "", f"not a valid ADK eval file: {detail}"))
         cases = []
-    for case in cases:
+    for index, case in enumerate(cases):
         if not case.turns or not all(turn.input for turn in case.turns):
-            problems.append(
-                Problem(str(path), f"eval case {case.case_id!r}", "every invocation needs user text")
-            )
-    problems += _duplicate_ids(str(path), cases, "eval_cases")
-    if problems:
-        raise SuiteError(problems)
+            where = f"eval_cases[{index}].conversation" if not legacy else "query"
+            problems.append(Problem(str(path), where, "every invocation needs user text"))
     snake = adk.snake_keys(document) if not legacy else {}
     suite_id = str(snake.get("eval_set_id") or path.name.removesuffix(".json").removesuffix(".test"))
+    problems += _duplicate_ids(str(path), cases, "eval_cases")
+    if not legacy:
+        problems += _long_ids(
+            str(path),
+            [("eval_set_id", suite_id)]
+            + [(f"eval_cases[{i}].eval_id", c.case_id) for i, c in enumerate(cases)],
+        )
+    if problems:
+        raise SuiteError(problems)
     return Suite(
         suite_id=suite_id,
         name=str(snake.get("name") or suite_id),
@@ -206,29 +229,37 @@ def _load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool)
         path=str(path),
         source_format="adk",
         cases=cases,
-        agent=metadata.get("agent") if isinstance(metadata.get("agent"), str) else None,
+        agent=metadata.get("agent"),
         metadata={"eval_config": config.model_dump(mode="json")},
         warnings=warnings,
     )
 
 
-def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any], list[Problem]]:
-    """Inline `test_cases`, or those of `test_cases_file` (a list, or a dict with test_cases)."""
+def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any], list[Problem], Path]:
+    """Inline `test_cases`, or those of `test_cases_file` (a list, or a dict with test_cases),
+    and the file they are in."""
     reference = document.get("test_cases_file")
     if reference is None:
-        return list(document.get("test_cases") or []), []
-    if document.get("test_cases"):
-        return [], [Problem(str(path), "test_cases_file", "give test_cases or test_cases_file, not both")]
-    source = path.parent / str(reference)
-    if not any(source.resolve().is_relative_to(root) for root in allowed_roots(path.parent)):
-        return [], [
-            Problem(
-                str(path),
-                "test_cases_file",
-                f"{reference} leaves the suite folder "
-                "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
-            )
-        ]
+        inline = document.get("test_cases") or []
+        if isinstance(inline, list):
+            return inline, [], path
+        problem = Problem(str(path), "test_cases", f"expected a list of test cases; found {found(inline)}")
+    elif document.get("test_cases"):
+        problem = Problem(str(path), "test_cases_file", "give test_cases or test_cases_file, not both")
+    elif not isinstance(reference, str) or not reference.strip():
+        expected = f"expected a file name relative to the agent.yaml; found {found(reference)}"
+        problem = Problem(str(path), "test_cases_file", expected)
+    elif leaves_roots(reference, path.parent):
+        expected = (
+            f"{reference} leaves the suite folder (add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)"
+        )
+        problem = Problem(str(path), "test_cases_file", expected)
+    else:
+        return _test_cases_file(path.parent / reference)
+    return [], [problem], path
+
+
+def _test_cases_file(source: Path) -> tuple[list[Any], list[Problem], Path]:
     loaded = read_document(source)
     problems: list[Problem] = []
     loaded = holodeck.substitute_env(loaded, problems, str(source))
@@ -238,11 +269,21 @@ def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any
         problems.append(
             Problem(str(source), "", "expected a list of test cases or a mapping with test_cases")
         )
-        return [], problems
-    return loaded, problems
+        return [], problems, source
+    return loaded, problems, source
 
 
-def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
+def _load_holodeck(path: Path, document: Any) -> Suite:
+    if not isinstance(document, dict):
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "",
+                    f"expected a mapping with test_cases (an agent.yaml); found {found(document)}",
+                )
+            ]
+        )
     problems: list[Problem] = []
     warnings: list[str] = []
     document = holodeck.substitute_env(document, problems, str(path))
@@ -257,8 +298,21 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
             default_model = holodeck.default_judge_model(document)
         except ValidationError as error:
             problems += problems_from_validation(str(path), error, "evaluations.model")
-        for index, raw in enumerate(evaluations.get("metrics") or []):
+        block_metrics = evaluations.get("metrics") or []
+        if not isinstance(block_metrics, list):
+            problems.append(
+                Problem(
+                    str(path),
+                    "evaluations.metrics",
+                    f"expected a list of metrics; found {found(block_metrics)}",
+                )
+            )
+            block_metrics = []
+        for index, raw in enumerate(block_metrics):
             location = f"evaluations.metrics[{index}]"
+            if not isinstance(raw, dict):
+                problems.append(Problem(str(path), location, f"{METRIC_ENTRY}; found {found(raw)}"))
+                continue
             try:
                 metric = holodeck.metric_from_typed(raw, str(path), location, warnings, path.parent)
             except ValidationError as error:
@@ -276,33 +330,51 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
     by_name = {spec.label or spec.name: spec for spec in block_specs} | {
         spec.name: spec for spec in block_specs
     }
-    raw_cases, file_problems = _holodeck_test_cases(path, document)
+    raw_cases, file_problems, cases_file = _holodeck_test_cases(path, document)
+    where = str(cases_file)  # problems in the cases name the file they are in
     problems += file_problems
     cases: list[Case] = []
     for index, raw in enumerate(raw_cases):
         if not isinstance(raw, dict):
-            problems.append(Problem(str(path), f"test_cases[{index}]", "expected a mapping"))
+            problems.append(Problem(where, f"test_cases[{index}]", f"expected a mapping; found {found(raw)}"))
             continue
         raw = dict(raw)
-        named = [e for e in raw.get("evaluations") or [] if isinstance(e, str)]
-        inline = [e for e in raw.get("evaluations") or [] if isinstance(e, dict)]
+        entries = raw.get("evaluations") or []
+        if not isinstance(entries, list):
+            problems.append(
+                Problem(
+                    where,
+                    f"test_cases[{index}].evaluations",
+                    f"expected a list of metric names or metrics; found {found(entries)}",
+                )
+            )
+            continue
+        named = [e for e in entries if isinstance(e, str)]
         inline_specs = []
-        for metric_index, entry in enumerate(inline):
+        for metric_index, entry in enumerate(entries):
             location = f"test_cases[{index}].evaluations[{metric_index}]"
+            if isinstance(entry, str):
+                continue
+            if not isinstance(entry, dict):
+                problems.append(Problem(where, location, f"{METRIC_ENTRY}; found {found(entry)}"))
+                continue
             try:
-                metric = holodeck.metric_from_typed(entry, str(path), location, warnings, path.parent)
+                metric = holodeck.metric_from_typed(entry, where, location, warnings, path.parent)
+            except ValidationError as error:
+                problems += problems_from_validation(where, error, location)
+                continue
             except ValueError as error:
-                problems.append(Problem(str(path), location, str(error).splitlines()[-1].strip()))
+                problems.append(Problem(where, location, str(error)))
                 continue
             if metric is not None:
                 spec = spec_from_evaluation_metric(metric, default_model)
-                problems += _check([(str(path), location, spec)])
+                problems += _check([(where, location, spec)])
                 inline_specs.append(spec)
         for name in named:
             if name not in by_name:
                 problems.append(
                     Problem(
-                        str(path),
+                        where,
                         f"test_cases[{index}].evaluations",
                         f"metric {name!r} is not defined in the evaluations block "
                         f"(defined: {', '.join(sorted(by_name)) or 'none'})",
@@ -312,7 +384,9 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
             [by_name[n] for n in named if n in by_name] if raw.get("evaluations") is not None else block_specs
         ) + inline_specs
         if "turns" in raw:
-            case, case_problems = holodeck.multi_turn_case(raw, index, case_specs, str(path), warnings)
+            case, case_problems = holodeck.multi_turn_case(
+                raw, index, case_specs, where, warnings, base_dir=path.parent
+            )
             problems += case_problems
             if case is not None:
                 cases.append(case)
@@ -321,24 +395,31 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
         tool_entries = raw.get("expected_tools")
         try:
             names, calls = holodeck._expected_tools(
-                tool_entries, str(path), f"test_cases[{index}].expected_tools", warnings
+                tool_entries, where, f"test_cases[{index}].expected_tools", warnings
             )
         except ValueError as error:
-            problems.append(Problem(str(path), f"test_cases[{index}].expected_tools", str(error)))
+            problems.append(Problem(where, f"test_cases[{index}].expected_tools", str(error)))
             continue
         raw["expected_tools"] = names
         raw["evaluations"] = None
         try:
             test_case = TestCaseModel.model_validate(raw)
         except ValidationError as error:
-            problems += problems_from_validation(str(path), error, f"test_cases[{index}]")
+            problems += problems_from_validation(where, error, f"test_cases[{index}]")
             continue
+        for file_index, file_input in enumerate(test_case.files or []):
+            location = f"test_cases[{index}].files[{file_index}]"
+            problems += holodeck.file_problems(file_input, path.parent, where, location)
         case = case_from_test_case_model(test_case, index, None)
         turn = case.turns[0].model_copy(update={"expected_tool_calls": calls, "metadata": extras})
         cases.append(case.model_copy(update={"metrics": case_specs, "turns": [turn]}))
     if not raw_cases and not file_problems:
-        problems.append(Problem(str(path), "test_cases", "at least one test case is required"))
-    problems += _duplicate_ids(str(path), cases, "test_cases")
+        problems.append(Problem(where, "test_cases", "at least one test case is required"))
+    problems += _duplicate_ids(where, cases, "test_cases")
+    name = str(document.get("name") or path.parent.name)
+    problems += _long_ids(str(path), [("name", name)]) + _long_ids(
+        where, [(f"test_cases[{i}].name", c.case_id) for i, c in enumerate(cases)]
+    )
     if problems:
         raise SuiteError(problems)
     agent = None
@@ -352,7 +433,6 @@ def _load_holodeck(path: Path, document: dict[str, Any]) -> Suite:
                 )
     elif any(field in document for field in HOLODECK_AGENT_FIELDS):
         warnings.append(f"{path}: the agent needs both 'model' and 'instructions' to run; pass --agent")
-    name = str(document.get("name") or path.parent.name)
     return Suite(
         suite_id=name,
         name=name,
@@ -375,19 +455,23 @@ def _vanna_evaluators(
     specs, problems = [], []
     for index, entry in enumerate(raw if isinstance(raw, list) else [raw]):
         location = f"{prefix.rsplit('.', 1)[0] + '.' if '.' in prefix else ''}evaluators[{index}]"
-        try:
-            spec = (
-                MetricSpec(name=entry)
-                if isinstance(entry, str)
-                else spec_from_evaluation_metric(
-                    EvaluationMetric.model_validate(
-                        {"metric": entry.get("name"), **{k: v for k, v in entry.items() if k != "name"}}
-                    )
-                )
-            )
-        except (ValidationError, AttributeError) as error:
+        if isinstance(entry, str):
+            spec = MetricSpec(name=entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            arguments = {key: value for key, value in entry.items() if key != "name"}
+            try:
+                metric = EvaluationMetric.model_validate({"metric": entry["name"], **arguments})
+            except ValidationError as error:
+                problems += problems_from_validation(str(path), error, location)
+                continue
+            spec = spec_from_evaluation_metric(metric)
+        else:
             problems.append(
-                Problem(str(path), location, f"expected an evaluator name or {{name: ...}}: {error}")
+                Problem(
+                    str(path),
+                    location,
+                    f"expected an evaluator name or {{name: ..., arguments}}; found {found(entry)}",
+                )
             )
             continue
         problem = check_spec(spec, str(path), location)
@@ -399,6 +483,17 @@ def _vanna_evaluators(
 
 def _load_vanna(path: Path, document: Any) -> Suite:
     wrapped = isinstance(document, dict) and "dataset" in document
+    where = "dataset." if wrapped else ""
+    if not isinstance(document, dict | list):
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "",
+                    f"expected a list of test cases or a mapping with test_cases; found {found(document)}",
+                )
+            ]
+        )
     body = (
         document["dataset"]
         if wrapped
@@ -406,14 +501,32 @@ def _load_vanna(path: Path, document: Any) -> Suite:
         if isinstance(document, dict)
         else {"test_cases": document}
     )
-    prefix = "dataset.test_cases" if wrapped else "test_cases"
+    prefix = f"{where}test_cases"
     if not isinstance(body, dict):
         raise SuiteError(
             [Problem(str(path), "dataset", "expected a mapping with name, evaluators and test_cases")]
         )
     evaluators, problems = _vanna_evaluators(path, body, prefix)
+    problems += [
+        Problem(str(path), f"{where}{key}", f"unknown field; expected one of {', '.join(VANNA_FIELDS)}")
+        for key in body
+        if key not in VANNA_FIELDS
+    ]
+    raw_cases = body.get("test_cases") or []
+    if not isinstance(raw_cases, list):
+        problems.append(
+            Problem(str(path), prefix, f"expected a list of test cases; found {found(raw_cases)}")
+        )
+        raw_cases = []
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        problems.append(
+            Problem(str(path), f"{where}metadata", f"expected a mapping; found {found(metadata)}")
+        )
+        metadata = {}
+    problems += _agent_problems(str(path), metadata.get("agent"), f"{where}metadata.agent")
     cases: list[Case] = []
-    for index, raw in enumerate(body.get("test_cases") or []):
+    for index, raw in enumerate(raw_cases):
         try:
             test_case = TestCase.model_validate(raw)
         except ValidationError as error:
@@ -422,12 +535,13 @@ def _load_vanna(path: Path, document: Any) -> Suite:
         cases.append(case_from_vanna(test_case, evaluators))
     if not body.get("test_cases"):
         problems.append(Problem(str(path), prefix, "at least one test case is required"))
+    name = str(body.get("name") or path.stem)
     problems += _duplicate_ids(str(path), cases, prefix)
+    problems += _long_ids(
+        str(path), [(f"{where}name", name)] + [(f"{prefix}[{i}].id", c.case_id) for i, c in enumerate(cases)]
+    )
     if problems:
         raise SuiteError(problems)
-    name = str(body.get("name") or path.stem)
-    metadata = body.get("metadata") or {}
-    agent = metadata.get("agent")
     return Suite(
         suite_id=name,
         name=name,
@@ -435,9 +549,26 @@ def _load_vanna(path: Path, document: Any) -> Suite:
         path=str(path),
         source_format="vanna",
         cases=cases,
-        agent=agent if isinstance(agent, str) else None,
+        agent=metadata.get("agent"),
         metadata=metadata,
     )
+
+
+def _agent_problems(file: str, agent: Any, location: str) -> list[Problem]:
+    if agent is None or (isinstance(agent, str) and agent.strip()):
+        return []
+    return [
+        Problem(file, location, f"expected an agent target such as 'agent.py:attr'; found {found(agent)}")
+    ]
+
+
+def _long_ids(file: str, ids: list[tuple[str, str]]) -> list[Problem]:
+    """Ids too long to name a database row, a report folder or a task run."""
+    return [
+        Problem(file, location, f"at most {MAX_ID_LENGTH} characters; found {len(value)}")
+        for location, value in ids
+        if len(value) > MAX_ID_LENGTH
+    ]
 
 
 def _duplicate_ids(file: str, cases: list[Case], location: str) -> list[Problem]:
@@ -456,53 +587,16 @@ def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Su
     document = read_document(path)
     suite_format = detect_format(path, document)
     if suite_format == "agentflow":
-        suite = _load_agentflow(path, document, Path(config_path) if config_path else None)
-    elif suite_format in {"adk", "adk-legacy"}:
-        suite = _load_adk(
+        return _load_agentflow(path, document, Path(config_path) if config_path else None)
+    if suite_format in {"adk", "adk-legacy"}:
+        return _load_adk(
             path, document, Path(config_path) if config_path else None, suite_format == "adk-legacy"
         )
-    elif config_path is not None:
+    if config_path is not None:
         raise SuiteError([Problem(str(config_path), "", "--config applies to agentflow evalsets only")])
-    elif suite_format == "holodeck":
-        suite = _load_holodeck(path, document)
-    else:
-        suite = _load_vanna(path, document)
-    problems = _file_problems(path, suite.cases)
-    if problems:
-        raise SuiteError(problems)
-    return suite
-
-
-def _file_problems(path: Path, cases: list[Case]) -> list[Problem]:
-    """Attached files a suite may not read, found before anything runs: local paths outside
-    the suite folder (and PROCTOR_ALLOWED_FILE_ROOTS), URLs that are not http(s)."""
-    problems = []
-    roots = allowed_roots(path.parent)
-    for case in cases:
-        for index, file_input in enumerate(case.files):
-            location = f"case {case.case_id!r} files[{index}]"
-            if file_input.path is not None:
-                target = (path.parent / file_input.path).resolve()
-                if not any(target.is_relative_to(root) for root in roots):
-                    problems.append(
-                        Problem(
-                            str(path),
-                            f"{location}.path",
-                            f"{file_input.path} leaves the suite folder "
-                            "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
-                        )
-                    )
-            if file_input.url is not None:
-                scheme = urlparse(file_input.url).scheme.lower()
-                if scheme not in {"http", "https"}:
-                    problems.append(
-                        Problem(
-                            str(path),
-                            f"{location}.url",
-                            f"only http and https URLs are fetched, not {scheme!r}",
-                        )
-                    )
-    return problems
+    if suite_format == "holodeck":
+        return _load_holodeck(path, document)
+    return _load_vanna(path, document)
 
 
 def slug(text: str) -> str:
