@@ -35,6 +35,11 @@ def trend(*, session: Session, run: EvalRun) -> list[dict[str, object]]:
     ]
 
 
+# A page lists this many passing cases (a browser is no place for 100,000 rows); every case
+# is in report.json, eval_report.json and junit.xml.
+PASSING_LISTED = 5_000
+
+
 class HtmlBuilder:
     """Failing cases in full (conversation, metrics, errors), passing ones folded to a line."""
 
@@ -42,12 +47,15 @@ class HtmlBuilder:
         self.run = run
         self.failing: list[dict[str, Any]] = []
         self.passing: list[dict[str, Any]] = []
+        self.passing_total = 0
 
     def add(self, row: Any, metrics: list[Any]) -> None:
         if row.passed:
-            self.passing.append(
-                {"name": case_label(row), "scores": {m.metric_name: m.score for m in metrics}}
-            )
+            self.passing_total += 1
+            if len(self.passing) < PASSING_LISTED:
+                self.passing.append(
+                    {"name": case_label(row), "scores": {m.metric_name: m.score for m in metrics}}
+                )
         else:
             turns = [AgentTurn.model_validate(turn) for turn in row.turns]
             self.failing.append({"row": row, "label": case_label(row), "metrics": metrics, "turns": turns})
@@ -61,6 +69,7 @@ class HtmlBuilder:
             unsteady=unsteady_cases(session=session, run=self.run),
             cases=self.failing,
             passing=self.passing,
+            passing_total=self.passing_total,
         )
 
 

@@ -32,11 +32,11 @@ class JUnitBuilder:
             "testsuite", name=xml_text(run.suite_name), timestamp=str(run.started_at), id=str(run.id)
         )
         self.counts = {"tests": 0, "failures": 0, "errors": 0}
+        self.testcases: list[str] = []
 
     def add(self, row: Any, metrics: list[Any]) -> None:
         self.counts["tests"] += 1
-        case = ET.SubElement(
-            self.suite,
+        case = ET.Element(
             "testcase",
             classname=xml_text(self.run.suite_id),
             name=xml_text(case_label(row)),
@@ -56,12 +56,20 @@ class JUnitBuilder:
                 reasons.append(f"expected tools not called: {row.expected_tools}")
             ET.SubElement(case, "failure", message=xml_text("; ".join(reasons)[:1000]), type="BelowThreshold")
         ET.SubElement(case, "system-out").text = xml_text(row.response or "")
+        # Serialised now: a string per case costs a fraction of a live element tree.
+        self.testcases.append(ET.tostring(case, encoding="unicode"))
 
     def xml(self) -> str:
         for key, value in self.counts.items():
             self.suite.set(key, str(value))
         self.suite.set("time", f"{(self.run.duration_ms or 0) / 1000:.3f}")
-        return ET.tostring(self.suite, encoding="unicode", xml_declaration=True)
+        self.suite.text = "\n"
+        head, _, tail = ET.tostring(self.suite, encoding="unicode", xml_declaration=True).rpartition(
+            "</testsuite>"
+        )
+        if not _:  # an empty suite is written as <testsuite ... />
+            head, tail = ET.tostring(self.suite, encoding="unicode", xml_declaration=True)[:-3] + ">", ""
+        return head + "\n".join(self.testcases) + "\n</testsuite>" + tail
 
 
 def junit_xml(*, session: Session, run: EvalRun) -> str:
