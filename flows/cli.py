@@ -388,10 +388,7 @@ def _summary_table(summary: Any, database_url: str) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
     _quiet_prefect(args.verbose)
-    from pydantic import ValidationError
-
-    from flows.evaluate import EvaluationRequest, prepare
-    from proctor.agents import AgentLoadError
+    from flows.evaluate import EvaluationRequest
     from proctor.loaders import Problem, SuiteError, discover, slug
 
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
@@ -420,22 +417,12 @@ def _run(args: argparse.Namespace) -> int:
         {"name": name, "agent": target} for name, target in (item.split("=", 1) for item in args.variant_args)
     ]
     planned, problems = [], []
+    agent_field = "--agent" if args.agent else "metadata.agent"
     for path in discover(args.suite):
         try:
-            request = EvaluationRequest(**{**fields, "suite": str(path)})
-            # Only the count is kept: the flow loads the suite itself, and holding these cases
-            # too would double the memory of a large suite.
-            planned.append((request, len(prepare(request)[1]) * request.repeat))
+            planned.append(_plan({**fields, "suite": str(path)}, str(path), agent_field))
         except SuiteError as error:
             problems += error.problems
-        except ValidationError as error:
-            problems += [
-                Problem(str(path), ".".join(map(str, issue["loc"])), issue["msg"]) for issue in error.errors()
-            ]
-        except AgentLoadError as error:
-            problems.append(Problem(str(path), "--agent" if args.agent else "metadata.agent", str(error)))
-        except ValueError as error:
-            problems.append(Problem(str(path), "", str(error)))
     if problems or not planned:
         _print_problems(SuiteError(problems or [Problem(args.suite, "", "no suite files found")]))
         return EXIT_BAD_INPUT
@@ -444,6 +431,28 @@ def _run(args: argparse.Namespace) -> int:
         for request, _ in planned:
             request.report_dir = str(Path(args.report_dir) / slug(str(Path(request.suite).relative_to(root))))
     return max(_run_one(request, total, args) for request, total in planned)
+
+
+def _plan(fields: dict[str, Any], file: str, agent_field: str) -> tuple[Any, int]:
+    """A checked request and how many case runs it plans, or a `SuiteError` naming every
+    problem (request fields, suite, agent). Only the count is kept: the flow loads the suite
+    itself, and holding its cases here too would double the memory of a large suite."""
+    from pydantic import ValidationError
+
+    from flows.evaluate import EvaluationRequest, prepare
+    from proctor.agents import AgentLoadError
+    from proctor.loaders import Problem, SuiteError
+
+    try:
+        request = EvaluationRequest(**fields)
+        return request, len(prepare(request)[1]) * request.repeat
+    except ValidationError as error:
+        problems = [Problem(file, ".".join(map(str, i["loc"])), i["msg"]) for i in error.errors()]
+        raise SuiteError(problems) from None
+    except AgentLoadError as error:
+        raise SuiteError([Problem(file, agent_field, str(error))]) from None
+    except ValueError as error:
+        raise SuiteError([Problem(file, "", str(error))]) from None
 
 
 def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
@@ -501,13 +510,11 @@ def _run_one(request: Any, total: int, args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     """Run again what a stopped run did not finish, with the request it was started with."""
     _quiet_prefect(args.verbose)
-    from pydantic import ValidationError
     from sqlmodel import Session
 
-    from flows.evaluate import EvaluationRequest, prepare
+    from flows.evaluate import EvaluationRequest
     from models.tables import RunStatus
-    from proctor.agents import AgentLoadError
-    from proctor.loaders import Problem, SuiteError
+    from proctor.loaders import SuiteError
     from proctor.storage import default_database_url, get_engine
     from proctor.storage.runs import resume_point
 
@@ -531,22 +538,11 @@ def _resume(args: argparse.Namespace) -> int:
     if args.concurrency:
         fields["concurrency"] = args.concurrency
     try:
-        request = EvaluationRequest(**fields)
-        case_count = len(prepare(request)[1])
+        request, planned = _plan(fields, run.suite_path, "agent")
     except SuiteError as error:
         _print_problems(error)
         return EXIT_BAD_INPUT
-    except ValidationError as error:
-        _print_problems(
-            SuiteError(
-                [Problem(run.suite_path, ".".join(map(str, i["loc"])), i["msg"]) for i in error.errors()]
-            )
-        )
-        return EXIT_BAD_INPUT
-    except (AgentLoadError, ValueError) as error:
-        _print_problems(SuiteError([Problem(run.suite_path, "", str(error))]))
-        return EXIT_BAD_INPUT
-    remaining = max(0, case_count * request.repeat - finished)
+    remaining = max(0, planned - finished)
     print(
         f"resuming run {run.id}: {finished} case runs already finished, {remaining} to run", file=sys.stderr
     )

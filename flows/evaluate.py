@@ -35,9 +35,9 @@ from proctor.pipeline import AgentCheckpoint, CaseWork, RunSettings, release_run
 from proctor.regression import DEFAULT_SIGNIFICANCE
 from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, get_engine, redact_url
-from proctor.storage.runs import ResumePoint, reopen_run, resume_point, run_of_flow_run
+from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
 from tasks.notify import compare_with_baseline_task, notify_task
-from tasks.persist import finalize_run, open_run
+from tasks.persist import finalize_run
 from tasks.report import ReportWriteError, publish_artifacts, render_reports_task, write_comparison_task
 from tasks.stages import Chunk, evaluate_chunk, run_chunk
 
@@ -351,15 +351,12 @@ async def _evaluate(request: EvaluationRequest) -> RunSummary:
     suite, cases, agent = prepare(request)
     for warning in suite.warnings:
         logger.warning(warning)
-    if request.resume_run_id is not None:
-        variant = resumed_variant(request)
+    if request.resume_run_id is not None or not request.variants:  # one run (a resumed one: its own)
+        variant = resumed_variant(request) if request.resume_run_id is not None else None
         report_dir = Path(request.report_dir) if request.report_dir else None
         return await run_suite(
             request, suite, cases, variant.agent if variant else agent, variant, report_dir
         )
-    if not request.variants:
-        report_dir = Path(request.report_dir) if request.report_dir else None
-        return await run_suite(request, suite, cases, agent, None, report_dir)
     base = Path(request.report_dir) if request.report_dir else default_report_dir(suite, uuid.uuid4()).parent
     runs = [
         await run_suite(request, suite, cases, variant.agent, variant, base / slug(variant.name))
@@ -408,7 +405,9 @@ def _start_or_resume(
                 session=session, flow_run_id=flow_run_id, variant=variant.name if variant else None
             )
         if stopped is None:
-            return open_run(database_url=database_url, run=new_run), None
+            create_run(session=session, run=new_run)
+            session.commit()
+            return new_run.id, None
         if stopped.status is RunStatus.COMPLETED:
             raise SuiteError([Problem(request.suite, "resume_run_id", f"run {stopped.id} already completed")])
         reopen_run(session=session, run_id=stopped.id, flow_run_id=flow_run_id)
@@ -491,9 +490,6 @@ async def run_suite(
         size,
     )
 
-    # Enough chunks in flight to keep `concurrency` agents busy, not the whole suite at once.
-    gate = asyncio.Semaphore(max(2, math.ceil(2 * request.concurrency / size)))
-
     async def guarded(offset: int, chunk: list[tuple[int, Case, int]]) -> None:
         label = chunk_label(offset, chunk)
         async with gate:
@@ -511,9 +507,11 @@ async def run_suite(
 
     with contextlib.ExitStack() as stack:
         runner = stack.enter_context(dask_task_runner(request.dask_address)) if request.dask_address else None
-        if runner is not None:
-            gate = asyncio.Semaphore(1_000_000)  # the cluster's workers pace themselves
+        if runner is not None:  # every chunk goes to the cluster at once: its workers pace themselves
+            gate = asyncio.Semaphore(max(1, math.ceil(len(planned) / size)))
             logger.info("run %s: chunks go to the Dask cluster %s", run_id, request.dask_address)
+        else:  # enough chunks in flight to keep `concurrency` agents busy, not the whole suite
+            gate = asyncio.Semaphore(max(2, math.ceil(2 * request.concurrency / size)))
         try:
             outcomes = await asyncio.gather(
                 *(guarded(offset, list(chunk)) for offset, chunk in chunked(planned, size)),

@@ -1,4 +1,4 @@
-"""Run bookkeeping in the results database: opening a run and closing it with its tallies."""
+"""Run bookkeeping in the results database: closing a run with its tallies."""
 
 from __future__ import annotations
 
@@ -11,14 +11,7 @@ from sqlmodel import Session
 
 from models.tables import EvalRun, RunStatus
 from proctor.storage import get_engine
-from proctor.storage.runs import create_run, finish_run
-
-
-def open_run(*, database_url: str, run: EvalRun) -> uuid.UUID:
-    with Session(get_engine(database_url)) as session:
-        create_run(session=session, run=run)
-        session.commit()
-        return run.id
+from proctor.storage.runs import finish_run
 
 
 def close_run(

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from models.notify import NotifyPolicy, SlackSettings
-from proctor.judges.credentials import CredentialError, resolve_reference
+from proctor.judges.credentials import CredentialError, redact, resolve_reference
 from proctor.notify.digest import Digest
 
 # slack_sdk logs a webhook's URL (its secret) on every post and retry: its own logger is
@@ -272,10 +272,7 @@ def _safe_error(error: BaseException, *secrets: str | None) -> str:
 
     if isinstance(error, SlackApiError):
         message = f"Slack API error {error.response.status_code}: {error.response.get('error')}"
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "***")
-    return message[:500]
+    return redact(message, *secrets)[:500]
 
 
 def _post_web_api(settings: SlackSettings, digest: Digest) -> NotificationResult:

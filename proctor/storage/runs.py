@@ -198,18 +198,6 @@ def run_of_flow_run(*, session: Session, flow_run_id: str, variant: str | None) 
     return session.exec(query.order_by(col(EvalRun.started_at).desc()).limit(1)).first()
 
 
-def completed_case_ids(*, session: Session, run_id: uuid.UUID) -> set[str]:
-    """Cases of a run that reached a final state (the ones a resume skips)."""
-    final = [state.value for state in CaseState if state.is_final]
-    return set(
-        session.exec(
-            select(CaseResultRow.case_id).where(
-                CaseResultRow.run_id == run_id, col(CaseResultRow.state).in_(final)
-            )
-        ).all()
-    )
-
-
 def pass_counts(
     *, session: Session, run_id: uuid.UUID, unsteady_only: bool = False, limit: int | None = None
 ) -> dict[str, tuple[int, int]]:

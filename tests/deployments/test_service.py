@@ -172,7 +172,7 @@ def test_flow_run_of_a_missing_suite_fails_visibly(service: dict[str, Any], tmp_
     }
     flow_run = _trigger_and_wait(service, "evaluate", request)
     assert flow_run.state.type.value == "FAILED"
-    assert "not found" in (flow_run.state.message or "").lower() or flow_run.state.message
+    assert "file not found" in (flow_run.state.message or "")
 
 
 def test_two_workers_share_the_pool_and_one_postgresql_database(

@@ -14,7 +14,7 @@ from models.tables import CaseResultRow, MetricResultRow, RunStatus
 from proctor.pipeline import CaseWork
 from proctor.storage.db import get_engine, normalize_url
 from proctor.storage.rows import case_row_id
-from proctor.storage.runs import completed_case_ids, finish_run, tally
+from proctor.storage.runs import finish_run, resume_point, tally
 from proctor.storage.writer import ResultWriter
 from tests.factories import agent_turn, make_case, stored_run
 
@@ -99,7 +99,7 @@ def _many_concurrent_saves(url: str, count: int = 300) -> None:
     with Session(get_engine(url)) as session:
         counts = tally(session=session, run_id=run_id)
         assert counts == {"total": count, "passed": count - 100, "errored": 0, "failed": 100}
-        assert len(completed_case_ids(session=session, run_id=run_id)) == count
+        assert len(resume_point(session=session, run_id=run_id).finished) == count
         run = finish_run(session=session, run_id=run_id, status=RunStatus.COMPLETED)
         assert (run.total_cases, run.passed_cases, run.pass_rate) == (count, 200, pytest.approx(200 / 3))
 
