@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,14 +29,13 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proctor.agents.targets import load_target  # noqa: E402
 
 AGENT = """
 import asyncio
 from proctor.agents import AgentResponse
-from models.agentflow import ToolCall
+from proctor.models.agentflow import ToolCall
 
 LATENCY_S = float(__import__("os").environ.get("BENCH_AGENT_LATENCY_S", "0"))
 
@@ -93,7 +91,7 @@ SETTLE_S = 4.0
 
 
 def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path) -> tuple[float, object]:
-    from flows.evaluate import EvaluationRequest, evaluate
+    from proctor.flows.evaluate import EvaluationRequest, evaluate
 
     time.sleep(SETTLE_S)
     request = EvaluationRequest(
@@ -109,7 +107,7 @@ def execution_phase(database_url: str, run_id: object) -> float:
     from sqlalchemy import func, select
     from sqlmodel import Session
 
-    from models.tables import CaseResultRow
+    from proctor.models.tables import CaseResultRow
     from proctor.storage import get_engine
 
     with Session(get_engine(database_url)) as session:
@@ -123,7 +121,7 @@ def execution_phase(database_url: str, run_id: object) -> float:
 
 def report_seconds(database_url: str, run_id: object, folder: Path) -> float:
     """Time to render the three reports of a finished run again (what the flow's report task does)."""
-    from tasks.report import render_reports
+    from proctor.tasks.report import render_reports
 
     started = time.perf_counter()
     render_reports(database_url=database_url, run_id=run_id, directory=folder)

@@ -21,7 +21,7 @@ Each framework is measured three ways, each the median of --repeats runs:
   command         wall time of the whole command as a subprocess (interpreter start-up, imports,
                   the run, exit)
   in-process      the evaluation call alone, timed inside a driver process after the imports
-                  (Proctor: `flows.evaluate.evaluate`; Inspect: `inspect_ai.eval`; DeepEval:
+                  (Proctor: `proctor.flows.evaluate.evaluate`; Inspect: `inspect_ai.eval`; DeepEval:
                   `evaluate`, test-case construction included; promptfoo: its Node API `evaluate`)
   in-process warm a second evaluation in the same driver process, after a pause: what is left once
                   one-time costs (Prefect's ephemeral API start, lazy imports, DB migrations) are
@@ -96,9 +96,8 @@ PROCTOR_DRIVER = """
 import asyncio, json, sys, time
 
 project, suite, work, runs, concurrency, settle = sys.argv[1:7]
-sys.path.insert(0, project)
 started = time.perf_counter()
-from flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, evaluate
 import_s = time.perf_counter() - started
 results = []
 for k in range(int(runs)):

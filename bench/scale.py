@@ -128,10 +128,9 @@ def stored(url: str) -> tuple[str, int, int, tuple]:
 
 def render_in_process(url: str, run_id: str, folder: Path) -> dict[str, float]:
     """The reports rendered in this process from the stored run: no interpreter start-up."""
-    sys.path.insert(0, str(ROOT))
     from sqlmodel import Session
 
-    from models.tables import EvalRun
+    from proctor.models.tables import EvalRun
     from proctor.reporting.html import html_report
     from proctor.reporting.reports import markdown_report, write_reports
     from proctor.storage import get_engine
@@ -163,7 +162,7 @@ def time_command(command: list[str], env: dict[str, str]) -> float:
 
 def report_times(kind: str, size: int, url: str, run_id: str, folder: Path, env: dict[str, str]) -> None:
     # the command's own start-up: the interpreter and the imports `proctor report` needs
-    imports = "import flows.cli, proctor.reporting, proctor.reporting.html, proctor.storage, sqlmodel"
+    imports = "import proctor.cli, proctor.reporting, proctor.reporting.html, proctor.storage, sqlmodel"
     start_up = time_command([sys.executable, "-c", imports], {**env, "PYTHONPATH": str(ROOT)})
     for fmt in ("html", "md"):
         whole = time_command([PROCTOR, "report", run_id, "--db", url, "--format", fmt], env)

@@ -1,22 +1,18 @@
 """Serve Proctor's deployments from this process: the Python equivalent of `prefect.yaml`.
 
-`python deployments/serve.py` registers the `nightly` and `evaluate` deployments with the
+`python deployments/serve.py` (installed: `python -m proctor.deployments.serve`) registers the
+`nightly` and `evaluate` deployments with the
 Prefect server named by PREFECT_API_URL and runs their flow runs here until stopped (no work
 pool or worker needed). The schedule and defaults match `prefect.yaml`; change both together.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from prefect import serve
+from prefect.schedules import Cron
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prefect import serve  # noqa: E402
-from prefect.schedules import Cron  # noqa: E402
-
-from flows.evaluate import EvaluationRequest, evaluate  # noqa: E402
-from models.notify import NotifyPolicy, SlackSettings  # noqa: E402
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.notify import NotifyPolicy, SlackSettings
 
 EXAMPLE_SUITE = "examples/weather/weather.evalset.json"
 NIGHTLY_CRON, NIGHTLY_TIMEZONE = "0 3 * * *", "Europe/Paris"

@@ -9,39 +9,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import re
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
-from pydantic import BaseModel, Field, field_validator
 from sqlmodel import Session
 
-from models.case import Case, Suite
-from models.notify import SlackSettings
-from models.outcome import AgentTurn
-from models.tables import EvalRun, RunStatus
 from proctor import __version__
-from proctor.agents import load_target
-from proctor.agents.targets import resolve_relative_target
 from proctor.chunking import auto_chunk_size, chunked
-from proctor.judges import CredentialError, resolve_api_key
-from proctor.loaders import Problem, SuiteError, load_suite, slug
-from proctor.metrics import REGISTRY
+from proctor.flows.dask_runner import dask_task_runner
+from proctor.loaders import Problem, SuiteError, slug
+from proctor.models.case import Case, Suite
+from proctor.models.outcome import AgentTurn
+from proctor.models.request import EvaluationRequest, RunSummary, VariantSpec
+from proctor.models.tables import EvalRun, RunStatus
 from proctor.pipeline import AgentCheckpoint, CaseWork, RunSettings, release_runtime
-from proctor.regression import DEFAULT_SIGNIFICANCE
+from proctor.preparation import DEFAULT_REPORT_ROOT, default_report_dir, prepare, select_cases
 from proctor.reporting.reports import environment_info
 from proctor.storage import default_database_url, get_engine, redact_url
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
-from tasks.notify import compare_with_baseline_task, notify_task
-from tasks.persist import finalize_run
-from tasks.report import ReportWriteError, publish_artifacts, render_reports_task, write_comparison_task
-from tasks.stages import Chunk, evaluate_chunk, run_chunk
+from proctor.tasks.notify import compare_with_baseline_task, notify_task
+from proctor.tasks.persist import finalize_run
+from proctor.tasks.report import (
+    ReportWriteError,
+    publish_artifacts,
+    render_reports_task,
+    write_comparison_task,
+)
+from proctor.tasks.stages import Chunk, evaluate_chunk, run_chunk
 
-DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
+# Re-exported: the flow's parameter and result, and the checks it runs, are part of its API.
+__all__ = [
+    "DEFAULT_REPORT_ROOT",
+    "EvaluationRequest",
+    "RunIncomplete",
+    "RunSummary",
+    "VariantSpec",
+    "evaluate",
+    "prepare",
+    "select_cases",
+]
 
 
 class RunIncomplete(RuntimeError):
@@ -55,259 +64,12 @@ class RunIncomplete(RuntimeError):
         self.run_id = run_id
 
 
-class VariantSpec(BaseModel):
-    """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
-
-    name: str = Field(min_length=1)
-    agent: str = Field(description="Agent target, as for `agent`")
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class EvaluationRequest(BaseModel):
-    """What to evaluate and how; every field has a sensible default but the suite."""
-
-    suite: str = Field(description="Path of the suite file (.evalset.json, agent.yaml, Vanna dataset)")
-    agent: str | None = Field(
-        default=None, description="Agent target 'module:attr' or 'file.py:attr'; default: the suite's"
-    )
-    config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
-    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default .proctor/proctor.db")
-    report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")
-    concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
-    chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
-    agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
-    judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
-    case_timeout_s: float | None = Field(
-        default=None, gt=0, description="Limit on a whole case's conversation"
-    )
-    model_call_limit: str | None = Field(
-        default=None,
-        description="Prefect global concurrency limit capping agent and judge calls across workers",
-    )
-    variants: list[VariantSpec] = Field(
-        default_factory=list, description="Agent variants to run over the same suite and compare"
-    )
-    tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
-    cases: list[str] = Field(default_factory=list, description="Run only these case ids")
-    metadata: dict[str, str] = Field(
-        default_factory=dict, description="Run only cases whose metadata has these values (key: value)"
-    )
-    repeat: int = Field(
-        default=1, ge=1, le=100, description="Run every case this many times; cases report passes k of n"
-    )
-    baseline_run_id: uuid.UUID | None = Field(
-        default=None, description="Compare with this run; default: the last completed run of the suite"
-    )
-    significance: float = Field(
-        default=DEFAULT_SIGNIFICANCE,
-        gt=0,
-        lt=1,
-        description="Significance level of the regression test (Fisher's exact test, with --repeat)",
-    )
-    min_pass_rate: float | None = Field(
-        default=None,
-        ge=0,
-        le=100,
-        description="The run passes its gate at this pass rate (percent); default: every case must pass",
-    )
-    slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
-    dask_address: str | None = Field(
-        default=None,
-        description="Spread case chunks over a Dask cluster: its scheduler (tcp://host:8786), "
-        "or 'local' / 'local:N' for a local cluster of N worker processes",
-    )
-    resume_run_id: uuid.UUID | None = Field(
-        default=None,
-        description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
-    )
-
-    @field_validator("dask_address")
-    @classmethod
-    def _dask_address(cls, value: str | None) -> str | None:
-        if value is None or value == "local" or re.fullmatch(r"local:[1-9][0-9]{0,3}", value):
-            return value
-        if re.fullmatch(r"(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+", value):
-            return value
-        raise ValueError("expected a Dask scheduler address such as tcp://host:8786, or 'local' or 'local:N'")
-
-
-def dask_task_runner(address: str) -> Any:
-    """Prefect's Dask task runner: a local cluster of worker processes, or an existing one."""
-    from prefect_dask import DaskTaskRunner
-
-    if address == "local" or address.startswith("local:"):
-        from prefect.client.orchestration import get_client
-
-        workers = int(address.partition(":")[2] or 2)
-        # The workers report their task runs to this flow's API, even a temporary one.
-        api_url = str(get_client().api_url)
-        return DaskTaskRunner(
-            cluster_class="distributed.LocalCluster",
-            cluster_kwargs={
-                "n_workers": workers,
-                "threads_per_worker": 1,
-                "processes": True,
-                "dashboard_address": None,
-                "env": {"PREFECT_API_URL": api_url},
-            },
-        )
-    return DaskTaskRunner(address=address)
-
-
-class RunSummary(BaseModel):
-    run_id: uuid.UUID
-    variant: str | None = None
-    suite_name: str
-    status: RunStatus
-    total: int
-    passed: int
-    failed: int
-    errored: int
-    pass_rate: float | None
-    duration_ms: int | None
-    report_dir: str | None
-    database: str
-    error: str | None = None
-    variants: list[RunSummary] = Field(default_factory=list)
-    best_variant: str | None = None
-    comparison_dir: str | None = None
-    repeat: int = 1
-    min_pass_rate: float | None = None
-    regression: dict[str, Any] | None = None
-    notification: dict[str, Any] | None = None
-
-    @property
-    def gate_passed(self) -> bool:
-        """Completed, no regression against the baseline, and every case passed (or, with
-        `min_pass_rate`, the pass rate reached it): the CLI's exit code 0."""
-        if self.status is not RunStatus.COMPLETED or (self.regression or {}).get("regressed"):
-            return False
-        if self.min_pass_rate is None:
-            return self.failed == 0
-        return (self.pass_rate or 0.0) >= self.min_pass_rate
-
-    @property
-    def all_passed(self) -> bool:
-        return all(run.gate_passed for run in self.variants or [self])
-
-    @property
-    def regressed(self) -> bool:
-        return any((run.regression or {}).get("regressed", False) for run in self.variants or [self])
-
-
-def select_cases(
-    suite: Suite, tags: list[str], case_ids: list[str], metadata: dict[str, str] | None = None
-) -> list[Case]:
-    """Cases with any of the tags, among the ids, and with every metadata value (compared as text)."""
-    cases = suite.cases
-    if metadata:
-        cases = [
-            case
-            for case in cases
-            if all(str(case.metadata.get(key)) == value for key, value in metadata.items())
-        ]
-    if tags:
-        wanted = set(tags)
-        cases = [case for case in cases if wanted & set(case.tags)]
-    if case_ids:
-        unknown = sorted(set(case_ids) - {case.case_id for case in suite.cases})
-        if unknown:
-            raise SuiteError([Problem(suite.path, "", f"no case with id {', '.join(map(repr, unknown))}")])
-        cases = [case for case in cases if case.case_id in set(case_ids)]
-    if not cases:
-        raise SuiteError([Problem(suite.path, "", "no case matches the selection (--tag / --case / --meta)")])
-    return cases
-
-
-def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
-    """Load and check everything before a run starts; raises `SuiteError` or `AgentLoadError`.
-
-    Returns the suite, the selected cases and the agent target to import: a `file.py`
-    named by the suite is found beside the suite, one named by `--agent` from here.
-    """
-    suite = load_suite(request.suite, config_path=request.config)
-    if request.agent:
-        agent = request.agent
-    elif suite.agent:
-        agent = resolve_relative_target(suite.agent, Path(suite.path).parent)
-    else:
-        raise SuiteError(
-            [
-                Problem(
-                    suite.path, "metadata.agent", "no agent: pass --agent module:attr or set it in the suite"
-                )
-            ]
-        )
-    load_target(agent)
-    names = [variant.name for variant in request.variants]
-    if len(set(names)) != len(names):
-        raise SuiteError([Problem(suite.path, "variants", f"variant names must be unique; got {names}")])
-    for variant in request.variants:
-        load_target(variant.agent)
-    cases = select_cases(suite, request.tags, request.cases, request.metadata)
-    if request.model_call_limit:
-        check_concurrency_limit(suite, request.model_call_limit)
-    check_judge_credentials(suite, cases)
-    return suite, cases, agent
-
-
-def check_concurrency_limit(suite: Suite, name: str) -> None:
-    """A named concurrency limit must exist: Prefect would otherwise skip it silently."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            raise SuiteError(
-                [
-                    Problem(
-                        suite.path,
-                        "model_call_limit",
-                        f"no Prefect global concurrency limit named {name!r}; "
-                        f"create it: prefect gcl create {name} --limit N",
-                    )
-                ]
-            ) from None
-
-
-def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
-    """A judged metric without an API key is a configuration error, found before the run."""
-    problems = []
-    seen: set[int] = set()
-    if any("user_simulator" in case.metadata or "conversation_scenario" in case.metadata for case in cases):
-        try:
-            resolve_api_key(None)
-        except CredentialError as error:
-            problems.append(Problem(suite.path, "user simulator", str(error)))
-    for case in cases:
-        for spec in case.metrics:
-            if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":
-                continue
-            seen.add(id(spec))
-            if spec.model is not None and (spec.model.api_key or "").startswith("secret:"):
-                continue  # a Prefect Secret block is read when the flow runs
-            try:
-                resolve_api_key(spec.model)
-            except CredentialError as error:
-                problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
-    if problems:
-        unique = {str(problem): problem for problem in problems}
-        raise SuiteError(list(unique.values()))
-
-
 def chunk_label(offset: int, chunk: list[tuple[int, Case, int]]) -> str:
     """A chunk's name in the Prefect UI: its case (and repeat) when alone, else its range."""
     if len(chunk) == 1:
         _, case, attempt = chunk[0]
         return case.case_id if attempt == 0 else f"{case.case_id} (repeat {attempt + 1})"
     return f"cases {offset + 1}-{offset + len(chunk)}"
-
-
-def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return DEFAULT_REPORT_ROOT / slug(suite.suite_id) / f"{stamp}-{str(run_id)[:8]}"
 
 
 @flow(name="proctor-evaluate", log_prints=False)

@@ -1,6 +1,6 @@
 """Proctor's data: the three seed formats, the pipeline's case and outcome, and SQL tables."""
 
-from models.agentflow import (
+from proctor.models.agentflow import (
     CriterionConfig,
     CriterionResult,
     CriterionStats,
@@ -20,8 +20,8 @@ from models.agentflow import (
     TrajectoryStep,
     UserSimulatorConfig,
 )
-from models.case import Case, MetricSpec, Suite, Turn
-from models.holodeck import (
+from proctor.models.case import Case, MetricSpec, Suite, Turn
+from proctor.models.holodeck import (
     EvaluationConfig,
     EvaluationMetric,
     FileInput,
@@ -33,8 +33,8 @@ from models.holodeck import (
     TestReport,
     TestResult,
 )
-from models.outcome import AgentTurn, CaseOutcome, CaseState, ScoredMetric, TokenUsage
-from models.vanna import (
+from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState, ScoredMetric, TokenUsage
+from proctor.models.vanna import (
     AgentResult,
     AgentVariant,
     EvaluationDataset,

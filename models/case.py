@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from models.agentflow import SessionInput, ToolCall
-from models.holodeck import MAX_FILES_PER_CASE, FileInput, LLMProvider
+from proctor.models.agentflow import SessionInput, ToolCall
+from proctor.models.holodeck import MAX_FILES_PER_CASE, FileInput, LLMProvider
 
 
 class Turn(BaseModel):

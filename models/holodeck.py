@@ -307,6 +307,6 @@ class TestReport(BaseModel):
 
     def to_markdown(self) -> str:
         """The Markdown layout of HoloDeck's reporter, rendered from a Jinja2 template."""
-        from proctor.reporting.reports import render_test_report_markdown
+        from proctor.rendering import holodeck_report_markdown
 
-        return render_test_report_markdown(self)
+        return holodeck_report_markdown(self)

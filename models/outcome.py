@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from models.agentflow import ToolCall
-from models.holodeck import MetricResult, ProcessedFileInput
+from proctor.models.agentflow import ToolCall
+from proctor.models.holodeck import MetricResult, ProcessedFileInput
 
 
 class CaseState(StrEnum):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from models.holodeck import FileInput, ProcessedFileInput
+from proctor.models.holodeck import FileInput, ProcessedFileInput
 
 MAX_DOWNLOAD_BYTES = int(os.environ.get("PROCTOR_MAX_DOWNLOAD_BYTES", 25 * 1024 * 1024))
 CACHE_TTL_S = float(os.environ.get("PROCTOR_FILE_CACHE_TTL_S", 24 * 3600))

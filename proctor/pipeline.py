@@ -19,15 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from models.case import Case, MetricSpec
-from models.holodeck import LLMProvider
-from models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor import progress
 from proctor.agents import AgentInvoker, AgentRequest, load_target
 from proctor.files import process_file
 from proctor.judges import Judge, JudgeCache, JudgeClient, Usage, resolve_api_key, resolve_base_url
 from proctor.metrics import REGISTRY, BoundMetric, MetricContext, score_case
 from proctor.metrics.tools import tools_matched
+from proctor.models.case import Case, MetricSpec
+from proctor.models.holodeck import LLMProvider
+from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor.simulator import SimulationPlan, next_user_turn
 from proctor.storage import get_engine, get_writer
 from proctor.storage.writer import ResultWriter

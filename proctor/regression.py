@@ -23,10 +23,9 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from models.tables import EvalRun, RunStatus
+from proctor.models.request import DEFAULT_SIGNIFICANCE
+from proctor.models.tables import EvalRun, RunStatus
 from proctor.storage.runs import metric_stats, pass_counts
-
-DEFAULT_SIGNIFICANCE = 0.05
 
 
 def fisher_one_sided(passed_before: int, runs_before: int, passed_after: int, runs_after: int) -> float:

@@ -14,8 +14,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 from sqlmodel import Session
 
-from models.notify import SlackSettings
-from models.tables import EvalRun
+from proctor.models.notify import SlackSettings
+from proctor.models.tables import EvalRun
 from proctor.notify.digest import build_digest
 from proctor.notify.slack import NotificationResult, notify_slack
 from proctor.regression import DEFAULT_SIGNIFICANCE, Regression, record_comparison

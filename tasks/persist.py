@@ -9,7 +9,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 from sqlmodel import Session
 
-from models.tables import EvalRun, RunStatus
+from proctor.models.tables import EvalRun, RunStatus
 from proctor.storage import get_engine
 from proctor.storage.runs import finish_run
 

@@ -12,8 +12,8 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.cache_policies import NONE
 from sqlmodel import Session
 
-from models.tables import EvalRun
 from proctor.loaders import slug
+from proctor.models.tables import EvalRun
 from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
 from proctor.reporting.comparison import Comparison, write_comparison
 from proctor.storage import get_engine

@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlmodel import Session
 
-from models.agentflow import ToolCall
-from models.case import Case, MetricSpec, Turn
-from models.outcome import AgentTurn
-from models.tables import EvalRun
 from proctor.metrics.base import MetricContext
+from proctor.models.agentflow import ToolCall
+from proctor.models.case import Case, MetricSpec, Turn
+from proctor.models.outcome import AgentTurn
+from proctor.models.tables import EvalRun
 from proctor.storage import get_engine
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from models.holodeck import FileInput
 from proctor import files
 from proctor.files import process_file
+from proctor.models.holodeck import FileInput
 
 
 def _process(folder: Path, **fields):

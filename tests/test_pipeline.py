@@ -10,10 +10,10 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
-from models.case import MetricSpec
-from models.holodeck import FileInput
-from models.outcome import CaseState
-from models.tables import CaseResultRow, MetricResultRow
+from proctor.models.case import MetricSpec
+from proctor.models.holodeck import FileInput
+from proctor.models.outcome import CaseState
+from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.pipeline import (
     CaseWork,
     RunSettings,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlmodel import Session
 
-from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.regression import (
     Regression,
     baseline_for,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from models.case import MetricSpec
 from proctor.metrics import REGISTRY
 from proctor.metrics.base import MetricContext
+from proctor.models.case import MetricSpec
 from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from tests.factories import make_case, stored_run
 from tests.fakes import FakeOpenAI, prompt_of

@@ -18,9 +18,10 @@ from typing import Any
 import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from models.holodeck import LLMProvider
 from proctor.agents.protocol import AgentRequest, AgentResponse
+from proctor.agents.python_target import load_python_target, resolve_relative_target
 from proctor.judges.credentials import redact, resolve_api_key, resolve_base_url
+from proctor.models.holodeck import LLMProvider
 
 
 class ToolSpec(BaseModel):
@@ -64,8 +65,6 @@ class OpenAIToolAgent:
     """Calls the model, runs the tools it asks for, and repeats until it answers."""
 
     def __init__(self, config: OpenAIAgentConfig, base_dir: Path) -> None:
-        from proctor.agents.targets import resolve_relative_target
-
         self.config = config
         self.instructions = self._instructions(config.instructions, base_dir)
         self.implementations = {
@@ -110,9 +109,7 @@ class OpenAIToolAgent:
     async def _run_tool(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
         canned = (request.metadata.get("tool_results") or {}).get(name)
         if name in self.implementations:
-            from proctor.agents.targets import load_target
-
-            result = load_target(self.implementations[name])(**args)
+            result = load_python_target(self.implementations[name])(**args)
             return await result if hasattr(result, "__await__") else result
         if canned is not None:
             return canned

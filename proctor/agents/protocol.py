@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from models.agentflow import ToolCall
-from models.holodeck import ProcessedFileInput
-from models.outcome import TokenUsage
+from proctor.models.agentflow import ToolCall
+from proctor.models.holodeck import ProcessedFileInput
+from proctor.models.outcome import TokenUsage
 
 
 class AgentResponse(BaseModel):

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import importlib
-import importlib.util
 import inspect
 import queue
-import sys
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -17,21 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
+from proctor.agents.python_target import (
+    CONFIGURED_AGENTS,
+    AgentLoadError,
+    load_python_target,
+    resolve_relative_target,
+)
 
-
-class AgentLoadError(ValueError):
-    """The agent target cannot be imported or is not callable."""
-
-
-def resolve_relative_target(target: str, base_dir: Path) -> str:
-    """`file.py:attr` and `openai:`/`http:` config files resolve against `base_dir`."""
-    kind, sep, rest = target.partition(":")
-    if sep and kind in CONFIGURED_AGENTS and not Path(rest).is_absolute():
-        return f"{kind}:{(base_dir / rest).resolve()}"
-    module, sep, attr = target.rpartition(":")
-    if sep and module.endswith(".py") and not Path(module).is_absolute():
-        return f"{(base_dir / module).resolve()}:{attr}"
-    return target
+__all__ = ["AgentLoadError", "load_target", "resolve_relative_target"]
 
 
 def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
@@ -63,9 +52,6 @@ def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
         raise AgentLoadError(f"agent config {path}: {error}") from None
 
 
-CONFIGURED_AGENTS = ("openai", "http")
-
-
 @lru_cache(maxsize=64)
 def load_target(target: str) -> Callable[..., Any]:
     """The callable a target names: `module:attr`, `file.py:attr`, `openai:agent.yaml` or
@@ -73,38 +59,7 @@ def load_target(target: str) -> Callable[..., Any]:
     kind, sep, rest = target.partition(":")
     if sep and kind in CONFIGURED_AGENTS:
         return _configured_agent(kind, rest)
-    module_ref, sep, attr = target.rpartition(":")
-    if not sep or not module_ref or not attr:
-        raise AgentLoadError(
-            f"agent target {target!r} must look like 'package.module:attr' or 'file.py:attr'"
-        )
-    if module_ref.endswith(".py"):
-        path = Path(module_ref)
-        if not path.is_file():
-            raise AgentLoadError(f"agent target {target!r}: file {path} not found")
-        name = f"proctor_agent_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise AgentLoadError(f"agent target {target!r}: cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as error:
-            del sys.modules[name]
-            raise AgentLoadError(f"agent target {target!r}: importing {path} failed: {error!r}") from error
-    else:
-        try:
-            module = importlib.import_module(module_ref)
-        except Exception as error:
-            raise AgentLoadError(f"agent target {target!r}: cannot import {module_ref}: {error!r}") from error
-    try:
-        agent = getattr(module, attr)
-    except AttributeError:
-        raise AgentLoadError(f"agent target {target!r}: {module_ref} has no attribute {attr!r}") from None
-    if not callable(agent):
-        raise AgentLoadError(f"agent target {target!r} is a {type(agent).__name__}, not a callable")
-    return agent
+    return load_python_target(target)
 
 
 class AgentTimeoutError(TimeoutError):

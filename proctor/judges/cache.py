@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from models.tables import JudgeCacheRow
+from proctor.models.tables import JudgeCacheRow
 
 if TYPE_CHECKING:
     from proctor.judges.client import JudgeReply

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import re
 
-from models.holodeck import LLMProvider
 from proctor.env import ENV_REFERENCE
+from proctor.models.holodeck import LLMProvider
 
 API_KEY_ENV = ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY")
 BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")

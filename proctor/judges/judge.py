@@ -21,9 +21,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
 
-from models.case import MetricSpec
 from proctor.judges.cache import JudgeCache
 from proctor.judges.client import JudgeClient, JudgeReply, JudgeReplyError, cache_key
+from proctor.models.case import MetricSpec
 
 T = TypeVar("T", bound=BaseModel)
 

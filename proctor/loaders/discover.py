@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models.case import Suite
 from proctor.loaders.errors import Problem, SuiteError
 from proctor.loaders.suite import load_suite
+from proctor.models.case import Suite
 
 SUITE_PATTERNS = (
     "*.evalset.json",

@@ -1,281 +1,257 @@
-"""HoloDeck `agent.yaml`: the evaluations block, test cases (inline, in `test_cases_file`,
-single or multi-turn) and `${VAR}` references, brought into the shapes the seed models take.
-
-HoloDeck's typed metrics map onto registry metrics: `standard` (f1_score, bleu, rouge, meteor,
-equality, numeric and the legacy AI names), `geval`, `rag` (faithfulness -> groundedness,
-answer_relevancy -> relevance) and `code` graders. What Proctor cannot honour yet is reported
-as a warning naming the field, never dropped silently.
-"""
+"""HoloDeck `agent.yaml` files: test cases inline or in `test_cases_file`, typed metrics."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from pydantic import ValidationError
 
-from models.agentflow import ToolCall
-from models.case import Case, MetricSpec, Turn
-from models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
-from proctor.agents.targets import resolve_relative_target
-from proctor.env import expand_env
-from proctor.files import URL_SCHEMES, leaves_roots
-from proctor.loaders.errors import Problem, found, problems_from_validation
-from proctor.loaders.metric_specs import check_spec, spec_from_evaluation_metric
+from proctor.files import leaves_roots
+from proctor.loaders import holodeck_cases as holodeck
+from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
+from proctor.loaders.documents import read_document
+from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
+from proctor.loaders.metric_specs import (
+    spec_from_evaluation_metric,
+)
+from proctor.models.case import Case, Suite, Turn
+from proctor.models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
 
-STANDARD_METRICS = {
-    "f1_score": "token_f1",
-    "bleu": "bleu",
-    "rouge": "rouge",
-    "meteor": "meteor",
-    "equality": "equality",
-    "numeric": "numeric",
-}
-RAG_METRICS = {"faithfulness": "groundedness", "answer_relevancy": "relevance"}
-GEVAL_PARAMS = {
-    "input": "input",
-    "actual_output": "actual_output",
-    "expected_output": "expected_output",
-    "context": "context",
-    "retrieval_context": "context",
-}
-_SECRET_KEYS = {"api_key"}  # kept as references: resolved only when a judge is called
+HOLODECK_AGENT_FIELDS = ("model", "instructions", "tools", "description", "response_format")
 
 
-def substitute_env(value: Any, problems: list[Problem], file: str, location: str = "") -> Any:
-    """`${VAR}` in string values becomes the variable's value, except in `api_key` fields."""
-    if isinstance(value, dict):
-        return {
-            key: item
-            if key in _SECRET_KEYS
-            else substitute_env(item, problems, file, f"{location}.{key}".strip("."))
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [substitute_env(item, problems, file, f"{location}[{i}]") for i, item in enumerate(value)]
-    if isinstance(value, str):
-
-        def missing(name: str) -> str:
-            problems.append(Problem(file, location, f"environment variable {name} is not set"))
-            return f"${{{name}}}"
-
-        return expand_env(value, missing)
-    return value
+HOLODECK_NAMES = ("agent.yaml", "agent.yml")
 
 
-def metric_from_typed(
-    raw: dict[str, Any], file: str, location: str, warnings: list[str], base_dir: Path
-) -> EvaluationMetric | None:
-    """One HoloDeck metric entry as an `EvaluationMetric`; None (with a warning) if unsupported."""
-    entry = dict(raw)
-    kind = entry.pop("type", None)
-    if kind is None:
-        return EvaluationMetric.model_validate(entry)
-    if kind == "standard":
-        name = entry.pop("metric", None)
-        entry["metric"] = STANDARD_METRICS.get(name, name)
-    elif kind == "geval":
-        entry["metric"] = "geval"
-        if "name" in entry:
-            entry["label"] = entry.pop("name")
-        params = entry.get("evaluation_params")
-        if params and isinstance(params, list):
-            entry["evaluation_params"] = sorted(
-                {GEVAL_PARAMS.get(p, p) for p in params if p != "actual_output"} | {"actual_output"}
-            )
-        for unsupported in ("strict_mode",):
-            if entry.pop(unsupported, None):
-                warnings.append(
-                    f"{file}: {location}.{unsupported} is not supported yet; the score is not made binary"
-                )
-    elif kind == "rag":
-        metric_type = entry.pop("metric_type", None)
-        entry.pop("include_reason", None)  # reasons are always kept
-        if metric_type not in RAG_METRICS:
-            warnings.append(
-                f"{file}: {location}: rag metric_type {metric_type!r} is not supported yet and is skipped "
-                f"(supported: {', '.join(RAG_METRICS)})"
-            )
-            return None
-        entry["metric"] = RAG_METRICS[metric_type]
-    elif kind == "code":
-        entry["metric"] = "code"
-        if "name" in entry:
-            entry["label"] = entry.pop("name")
-        entry["grader"] = resolve_relative_target(str(entry.get("grader", "")), base_dir)
+METRIC_ENTRY = "expected a metric mapping ({metric: name, ...} or {type: standard|geval|rag|code, ...})"
+
+
+def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any], list[Problem], Path]:
+    """Inline `test_cases`, or those of `test_cases_file` (a list, or a dict with test_cases),
+    and the file they are in."""
+    reference = document.get("test_cases_file")
+    if reference is None:
+        inline = document.get("test_cases") or []
+        if isinstance(inline, list):
+            return inline, [], path
+        problem = Problem(str(path), "test_cases", f"expected a list of test cases; found {found(inline)}")
+    elif document.get("test_cases"):
+        problem = Problem(str(path), "test_cases_file", "give test_cases or test_cases_file, not both")
+    elif not isinstance(reference, str) or not reference.strip():
+        expected = f"expected a file name relative to the agent.yaml; found {found(reference)}"
+        problem = Problem(str(path), "test_cases_file", expected)
+    elif leaves_roots(reference, path.parent):
+        expected = (
+            f"{reference} leaves the suite folder (add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)"
+        )
+        problem = Problem(str(path), "test_cases_file", expected)
     else:
-        raise ValueError(f"unknown metric type {kind!r}; expected geval, rag, standard or code")
-    return EvaluationMetric.model_validate(entry)
+        return _test_cases_file(path.parent / reference)
+    return [], [problem], path
 
 
-def file_problems(file_input: FileInput, base_dir: Path, file: str, location: str) -> list[Problem]:
-    """An attached file the suite may not read, found before anything runs: a path outside the
-    suite folder (and PROCTOR_ALLOWED_FILE_ROOTS), or a URL that is not http(s)."""
-    if file_input.path is not None and leaves_roots(file_input.path, base_dir):
-        return [
-            Problem(
-                file,
-                f"{location}.path",
-                f"{file_input.path} leaves the suite folder "
-                "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
-            )
-        ]
-    scheme = urlparse(file_input.url).scheme.lower() if file_input.url is not None else "http"
-    if scheme not in URL_SCHEMES:
-        return [Problem(file, f"{location}.url", f"only http and https URLs are fetched, not {scheme!r}")]
-    return []
-
-
-def _expected_tools(
-    raw: list[Any] | None, file: str, location: str, warnings: list[str]
-) -> tuple[list[str] | None, list[ToolCall] | None]:
-    """HoloDeck's expected tools: names (for `tools_matched`) and literal-argument calls."""
-    if raw is None:
-        return None, None
-    if not isinstance(raw, list):
-        raise ValueError(f"expected a list of tool names or {{name, args}}; found {raw!r}")
-    names, calls = [], []
-    for index, item in enumerate(raw):
-        if isinstance(item, str):
-            names.append(item)
-            continue
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ValueError(f"entry {index} needs a tool 'name'; found {item!r}")
-        names.append(item["name"])
-        args = item.get("args") or {}
-        if any(isinstance(value, dict) and {"fuzzy", "regex"} & set(value) for value in args.values()):
-            warnings.append(
-                f"{file}: {location}[{index}].args: fuzzy/regex argument matchers are not checked yet"
-            )
-        elif args:
-            calls.append(ToolCall(name=item["name"], args=args))
-    return names, calls or None
-
-
-def multi_turn_case(
-    raw: dict[str, Any],
-    index: int,
-    specs: list[MetricSpec],
-    file: str,
-    warnings: list[str],
-    base_dir: Path | None = None,
-) -> tuple[Case | None, list[Problem]]:
-    """A HoloDeck case with `turns:` (one session, one exchange per turn); paths resolve
-    against `base_dir`, the agent.yaml's folder (by default, that of `file`)."""
-    base_dir = base_dir if base_dir is not None else Path(file).parent
-    location = f"test_cases[{index}]"
-    problems = [
-        Problem(file, f"{location}.{key}", "must not be set when the case has turns")
-        for key in ("input", "ground_truth", "expected_tools", "files", "retrieval_context")
-        if key in raw
-    ]
-    name = raw.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip()):
+def _test_cases_file(source: Path) -> tuple[list[Any], list[Problem], Path]:
+    loaded = read_document(source)
+    problems: list[Problem] = []
+    loaded = holodeck.substitute_env(loaded, problems, str(source))
+    if isinstance(loaded, dict):
+        loaded = loaded.get("test_cases")
+    if not isinstance(loaded, list):
         problems.append(
-            Problem(file, f"{location}.name", f"expected a non-empty string; found {found(name)}")
+            Problem(str(source), "", "expected a list of test cases or a mapping with test_cases")
         )
-    raw_turns = raw.get("turns") or []
-    if not isinstance(raw_turns, list):
-        problems.append(
-            Problem(file, f"{location}.turns", f"expected a list of turns; found {found(raw_turns)}")
+        return [], problems, source
+    return loaded, problems, source
+
+
+def load_holodeck(path: Path, document: Any) -> Suite:
+    if not isinstance(document, dict):
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "",
+                    f"expected a mapping with test_cases (an agent.yaml); found {found(document)}",
+                )
+            ]
         )
-        raw_turns = []
-    turns, files, expected_names, per_turn_specs = [], [], [], []
-    for number, turn in enumerate(raw_turns):
-        where = f"{location}.turns[{number}]"
-        if not isinstance(turn, dict):
-            problems.append(Problem(file, where, f"expected a mapping with input; found {found(turn)}"))
-            continue
-        text = turn.get("input")
-        if not isinstance(text, str) or not text.strip():
-            problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
-            continue
-        ground_truth = turn.get("ground_truth")
-        if ground_truth is not None and not isinstance(ground_truth, str):
-            problems.append(
-                Problem(file, f"{where}.ground_truth", f"expected a string; found {found(ground_truth)}")
-            )
-            continue
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    document = holodeck.substitute_env(document, problems, str(path))
+    evaluations = document.get("evaluations") or None
+    if evaluations is not None and not isinstance(evaluations, dict):
+        problems.append(Problem(str(path), "evaluations", "expected a mapping with model and metrics"))
+        evaluations = None
+    metrics: list[EvaluationMetric] = []
+    default_model = None
+    if evaluations is not None:
         try:
-            names, calls = _expected_tools(
-                turn.get("expected_tools"), file, f"{where}.expected_tools", warnings
-            )
-        except ValueError as error:
-            problems.append(Problem(file, f"{where}.expected_tools", str(error)))
-            continue
-        expected_names += names or []
-        turn_files = turn.get("files") or []
-        if not isinstance(turn_files, list):
+            default_model = holodeck.default_judge_model(document)
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, "evaluations.model")
+        block_metrics = evaluations.get("metrics") or []
+        if not isinstance(block_metrics, list):
             problems.append(
-                Problem(file, f"{where}.files", f"expected a list of files; found {found(turn_files)}")
+                Problem(
+                    str(path),
+                    "evaluations.metrics",
+                    f"expected a list of metrics; found {found(block_metrics)}",
+                )
             )
-            turn_files = []
-        for file_index, item in enumerate(turn_files):
-            try:
-                file_input = FileInput.model_validate(item)
-            except ValidationError as error:
-                problems += problems_from_validation(file, error, f"{where}.files[{file_index}]")
-                continue
-            files.append(file_input)
-            problems += file_problems(file_input, base_dir, file, f"{where}.files[{file_index}]")
-        metrics = turn.get("evaluations") or []
-        if not isinstance(metrics, list):
-            problems.append(
-                Problem(file, f"{where}.evaluations", f"expected a list of metrics; found {found(metrics)}")
-            )
-            metrics = []
-        for metric_index, metric in enumerate(metrics):
-            at = f"{where}.evaluations[{metric_index}]"
-            if not isinstance(metric, dict):
+            block_metrics = []
+        for index, raw in enumerate(block_metrics):
+            location = f"evaluations.metrics[{index}]"
+            if not isinstance(raw, dict):
+                problems.append(Problem(str(path), location, f"{METRIC_ENTRY}; found {found(raw)}"))
                 continue
             try:
-                converted = metric_from_typed(metric, file, at, warnings, base_dir)
+                metric = holodeck.metric_from_typed(raw, str(path), location, warnings, path.parent)
             except ValidationError as error:
-                problems += problems_from_validation(file, error, at)
+                problems += problems_from_validation(str(path), error, location)
                 continue
             except ValueError as error:
-                problems.append(Problem(file, at, str(error)))
+                problems.append(Problem(str(path), location, str(error)))
                 continue
-            if converted:
-                spec = spec_from_evaluation_metric(converted)
-                problem = check_spec(spec, file, at)
-                if problem:
-                    problems.append(problem)
-                per_turn_specs.append(spec)
-        turns.append(
-            Turn(
-                turn_id=f"turn_{number + 1}",
-                input=text,
-                expected_response=ground_truth,
-                expected_tool_calls=calls,
-                metadata={k: turn[k] for k in ("turn_config", "retrieval_context") if k in turn},
+            if metric is not None:
+                metrics.append(metric)
+                problems += check_specs([(str(path), location, spec_from_evaluation_metric(metric))])
+        if not evaluations.get("metrics"):
+            problems.append(Problem(str(path), "evaluations.metrics", "List should have at least 1 item"))
+    block_specs = [spec_from_evaluation_metric(metric, default_model) for metric in metrics]
+    by_name = {spec.label or spec.name: spec for spec in block_specs} | {
+        spec.name: spec for spec in block_specs
+    }
+    raw_cases, file_problems, cases_file = _holodeck_test_cases(path, document)
+    where = str(cases_file)  # problems in the cases name the file they are in
+    problems += file_problems
+    cases: list[Case] = []
+    for index, raw in enumerate(raw_cases):
+        if not isinstance(raw, dict):
+            problems.append(Problem(where, f"test_cases[{index}]", f"expected a mapping; found {found(raw)}"))
+            continue
+        raw = dict(raw)
+        entries = raw.get("evaluations") or []
+        if not isinstance(entries, list):
+            problems.append(
+                Problem(
+                    where,
+                    f"test_cases[{index}].evaluations",
+                    f"expected a list of metric names or metrics; found {found(entries)}",
+                )
             )
-        )
-    if not raw_turns and isinstance(raw.get("turns") or [], list):
-        problems.append(Problem(file, f"{location}.turns", "at least one turn is required"))
-    if len(files) > MAX_FILES_PER_CASE:
-        problems.append(
-            Problem(file, location, f"at most {MAX_FILES_PER_CASE} files per case; got {len(files)}")
-        )
+            continue
+        named = [e for e in entries if isinstance(e, str)]
+        inline_specs = []
+        for metric_index, entry in enumerate(entries):
+            location = f"test_cases[{index}].evaluations[{metric_index}]"
+            if isinstance(entry, str):
+                continue
+            if not isinstance(entry, dict):
+                problems.append(Problem(where, location, f"{METRIC_ENTRY}; found {found(entry)}"))
+                continue
+            try:
+                metric = holodeck.metric_from_typed(entry, where, location, warnings, path.parent)
+            except ValidationError as error:
+                problems += problems_from_validation(where, error, location)
+                continue
+            except ValueError as error:
+                problems.append(Problem(where, location, str(error)))
+                continue
+            if metric is not None:
+                spec = spec_from_evaluation_metric(metric, default_model)
+                problems += check_specs([(where, location, spec)])
+                inline_specs.append(spec)
+        for name in named:
+            if name not in by_name:
+                problems.append(
+                    Problem(
+                        where,
+                        f"test_cases[{index}].evaluations",
+                        f"metric {name!r} is not defined in the evaluations block "
+                        f"(defined: {', '.join(sorted(by_name)) or 'none'})",
+                    )
+                )
+        case_specs = (
+            [by_name[n] for n in named if n in by_name] if raw.get("evaluations") is not None else block_specs
+        ) + inline_specs
+        if "turns" in raw:
+            case, case_problems = holodeck.multi_turn_case(
+                raw, index, case_specs, where, warnings, base_dir=path.parent
+            )
+            problems += case_problems
+            if case is not None:
+                cases.append(case)
+            continue
+        extras = {key: raw.pop(key) for key in ("turn_config", "retrieval_context") if key in raw}
+        tool_entries = raw.get("expected_tools")
+        try:
+            names, calls = holodeck._expected_tools(
+                tool_entries, where, f"test_cases[{index}].expected_tools", warnings
+            )
+        except ValueError as error:
+            problems.append(Problem(where, f"test_cases[{index}].expected_tools", str(error)))
+            continue
+        raw["expected_tools"] = names
+        raw["evaluations"] = None
+        try:
+            test_case = TestCaseModel.model_validate(raw)
+        except ValidationError as error:
+            problems += problems_from_validation(where, error, f"test_cases[{index}]")
+            continue
+        for file_index, file_input in enumerate(test_case.files or []):
+            location = f"test_cases[{index}].files[{file_index}]"
+            problems += holodeck.file_problems(file_input, path.parent, where, location)
+        case = case_from_test_case_model(test_case, index, None)
+        turn = case.turns[0].model_copy(update={"expected_tool_calls": calls, "metadata": extras})
+        cases.append(case.model_copy(update={"metrics": case_specs, "turns": [turn]}))
+    if not raw_cases and not file_problems:
+        problems.append(Problem(where, "test_cases", "at least one test case is required"))
+    problems += duplicate_ids(where, cases, "test_cases")
+    name = str(document.get("name") or path.parent.name)
+    problems += long_ids(str(path), [("name", name)]) + long_ids(
+        where, [(f"test_cases[{i}].name", c.case_id) for i, c in enumerate(cases)]
+    )
     if problems:
-        return None, problems
-    return Case(
-        case_id=name or f"test_{index + 1}",
+        raise SuiteError(problems)
+    agent = None
+    if document.get("model") and document.get("instructions") is not None:
+        agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop
+        for index, tool in enumerate(document.get("tools") or []):
+            if isinstance(tool, dict) and tool.get("type", "function") != "function":
+                warnings.append(
+                    f"{path}: tools[{index}] is a {tool.get('type')!r} tool, which is not run yet; "
+                    "give it canned results in the cases' metadata.tool_results"
+                )
+    elif any(field in document for field in HOLODECK_AGENT_FIELDS):
+        warnings.append(f"{path}: the agent needs both 'model' and 'instructions' to run; pass --agent")
+    return Suite(
+        suite_id=name,
         name=name,
-        turns=turns,
-        files=files,
-        metrics=[*specs, *per_turn_specs],
-        expected_tools=expected_names or None,
+        description=str(document.get("description") or ""),
+        path=str(path),
         source_format="holodeck",
-    ), []
+        cases=cases,
+        agent=agent,
+        warnings=warnings,
+    )
 
 
-def default_judge_model(document: dict[str, Any]) -> LLMProvider | None:
-    """HoloDeck's fallback: the evaluations model, else the agent's own model."""
-    evaluations = document.get("evaluations")
-    block = evaluations if isinstance(evaluations, dict) else {}
-    for candidate in (block.get("model"), document.get("model")):
-        if candidate:
-            return LLMProvider.model_validate(candidate)
-    return None
+def case_from_test_case_model(
+    test_case: TestCaseModel, index: int, evaluation: EvaluationConfig | None
+) -> Case:
+    """A HoloDeck test case, scored with the metrics it names (all of them if it names none)."""
+    metrics = evaluation.metrics if evaluation else []
+    if test_case.evaluations is not None:
+        wanted = set(test_case.evaluations)
+        metrics = [metric for metric in metrics if metric.metric in wanted]
+    default_model = evaluation.model if evaluation else None
+    return Case(
+        case_id=test_case.name or f"test_{index + 1}",
+        name=test_case.name,
+        turns=[Turn(turn_id="turn_1", input=test_case.input, expected_response=test_case.ground_truth)],
+        files=test_case.files or [],
+        metrics=[spec_from_evaluation_metric(metric, default_model) for metric in metrics],
+        expected_tools=test_case.expected_tools,
+        source_format="holodeck",
+    )

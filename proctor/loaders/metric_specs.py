@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from models.agentflow import CriterionConfig, EvalConfig
-from models.case import MetricSpec
-from models.holodeck import EvaluationMetric, LLMProvider
 from proctor.loaders.errors import Problem
 from proctor.metrics.registry import REGISTRY, MetricConfigError
+from proctor.models.agentflow import CriterionConfig, EvalConfig
+from proctor.models.case import MetricSpec
+from proctor.models.holodeck import EvaluationMetric, LLMProvider
 
 
 def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from models.agentflow import ToolCall
-from models.case import Case
-from models.holodeck import ProcessedFileInput
-from models.outcome import AgentTurn
+from proctor.models.agentflow import ToolCall
+from proctor.models.case import Case
+from proctor.models.holodeck import ProcessedFileInput
+from proctor.models.outcome import AgentTurn
 
 if TYPE_CHECKING:
     from proctor.judges import Judge

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from models.outcome import AgentTurn
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.outcome import AgentTurn
 
 
 class ToolCallCount(Metric):

@@ -18,13 +18,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from models.agentflow import MatchType
-from models.vanna import ExpectedOutcome
 from proctor.judges import JudgeReplyError, Usage
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.metrics.judged import JudgeMetric, ScoreVerdict, case_variables, judged_score, normalise
 from proctor.metrics.response import rouge1_fmeasure
 from proctor.metrics.trajectory import trajectory_matches
+from proctor.models.agentflow import MatchType
+from proctor.models.vanna import ExpectedOutcome
 
 # -- Google ADK ---------------------------------------------------------------------------
 

@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from models.agentflow import Rubric
 from proctor.judges import Judge, JudgeReplyError, Usage
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.agentflow import Rubric
 
 DEFAULT_SCALE = 5
 SAMPLING_TEMPERATURE = 0.7

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 from pydantic import ValidationError
 
-from models.case import MetricSpec
 from proctor.metrics.base import Metric
 from proctor.metrics.budget import BUDGET_METRICS
 from proctor.metrics.compat import COMPAT_METRICS
@@ -23,6 +22,7 @@ from proctor.metrics.semantic import SemanticSimilarity
 from proctor.metrics.text import Contains, NotContains
 from proctor.metrics.tools import ToolsCalled, ToolsNotCalled
 from proctor.metrics.trajectory import TrajectoryMatch
+from proctor.models.case import MetricSpec
 
 DEFAULT_METRICS: tuple[type[Metric], ...] = (
     TrajectoryMatch,

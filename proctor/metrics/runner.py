@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from models.case import MetricSpec
-from models.outcome import ScoredMetric
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.case import MetricSpec
+from proctor.models.outcome import ScoredMetric
 
 if TYPE_CHECKING:
     from proctor.judges import Judge

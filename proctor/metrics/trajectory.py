@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from models.agentflow import MatchType, ToolCall
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.agentflow import MatchType, ToolCall
 
 
 def trajectory_matches(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session
 
-from models.tables import EvalRun
+from proctor.models.tables import EvalRun
 from proctor.regression import Regression
 from proctor.reporting.summary import failure_reason
 from proctor.storage.runs import iter_results

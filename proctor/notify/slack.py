@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from models.notify import NotifyPolicy, SlackSettings
 from proctor.judges.credentials import CredentialError, redact, resolve_reference
+from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest
 
 # slack_sdk logs a webhook's URL (its secret) on every post and retry: its own logger is

@@ -16,8 +16,8 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from models.tables import CaseResultRow, EvalRun
-from proctor.reporting.render import render
+from proctor.models.tables import CaseResultRow, EvalRun
+from proctor.rendering import render
 from proctor.storage.runs import metric_stats
 
 

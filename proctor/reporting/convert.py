@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from models.agentflow import CriterionResult, EvalCaseResult
-from models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
-from models.vanna import AgentResult, EvaluationResult, TestCase, TestCaseResult, UiComponent, User
+from proctor.models.agentflow import CriterionResult, EvalCaseResult
+from proctor.models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.models.vanna import AgentResult, EvaluationResult, TestCase, TestCaseResult, UiComponent, User
 
 
 def iso(moment: datetime | None) -> str:

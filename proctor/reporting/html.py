@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from models.outcome import AgentTurn
-from models.tables import EvalRun, RunStatus
+from proctor.models.outcome import AgentTurn
+from proctor.models.tables import EvalRun, RunStatus
+from proctor.rendering import render
 from proctor.reporting.convert import case_label
-from proctor.reporting.render import render
 from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 TREND_RUNS = 20

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from models.tables import EvalRun
+from proctor.models.tables import EvalRun
 from proctor.reporting.convert import case_label
 from proctor.storage.runs import iter_results
 

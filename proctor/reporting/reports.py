@@ -17,15 +17,15 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from models.agentflow import CriterionStats, EvalSummary
-from models.holodeck import ReportSummary, TestReport, TestResult
-from models.outcome import AgentTurn
-from models.tables import CaseResultRow, EvalRun
 from proctor import __version__
+from proctor.models.agentflow import CriterionStats, EvalSummary
+from proctor.models.holodeck import ReportSummary, TestResult
+from proctor.models.outcome import AgentTurn
+from proctor.models.tables import CaseResultRow, EvalRun
+from proctor.rendering import render, to_json
 from proctor.reporting.convert import eval_case_result, iso, test_result
 from proctor.reporting.html import HtmlBuilder
 from proctor.reporting.junit import JUnitBuilder
-from proctor.reporting.render import metric_table, render, to_json
 from proctor.storage.runs import iter_results, metric_stats, tally, unsteady_cases
 
 
@@ -82,27 +82,6 @@ def _header(run: EvalRun) -> dict[str, Any]:
         "holodeck_version": f"proctor {__version__}",
         "environment": environment_info(),
     }
-
-
-def markdown_pieces(
-    header: dict[str, Any] | TestReport,
-    summary: ReportSummary,
-    metrics: list[dict[str, Any]],
-    items: Iterator[ReportItem | TestResult],
-    run: EvalRun | None = None,
-) -> Iterator[str]:
-    """HoloDeck's Markdown layout, a case at a time."""
-    yield render(
-        "report_head.md.j2",
-        report=header,
-        summary=summary,
-        metrics=metrics,
-        run=run,
-        judge_calls=0,
-        cached_calls=0,
-    )
-    for number, item in enumerate(items, start=1):
-        yield render("report_case.md.j2", item=item, number=number)
 
 
 def _markdown_head(
@@ -216,10 +195,3 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
         tmp.replace(final)
     files.html.write_text(html.html(session), encoding="utf-8")
     files.junit.write_text(junit.xml(), encoding="utf-8")
-
-
-def render_test_report_markdown(report: TestReport) -> str:
-    """HoloDeck's Markdown layout for an in-memory `TestReport` (its `to_markdown`)."""
-    return "".join(
-        markdown_pieces(report, report.summary, metric_table(report.results), iter(report.results))
-    )

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlmodel import Session
 
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.rendering import render
 from proctor.reporting.convert import case_label
-from proctor.reporting.render import render
 from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 MAX_TABLE_ROWS = 500

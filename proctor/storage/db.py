@@ -16,7 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import SQLModel, create_engine
 
-import models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
+import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
 
 DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
 DEFAULT_DATABASE_PATH = Path(".proctor") / "proctor.db"

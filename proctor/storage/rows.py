@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from models.case import Case
-from models.outcome import CaseOutcome
+from proctor.models.case import Case
+from proctor.models.outcome import CaseOutcome
 
 
 @lru_cache(maxsize=65_536)

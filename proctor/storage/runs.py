@@ -16,8 +16,8 @@ from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from models.outcome import CaseState
-from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.models.outcome import CaseState
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 
 
 def create_run(*, session: Session, run: EvalRun) -> EvalRun:

@@ -22,9 +22,9 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from models.case import Case
-from models.outcome import CaseOutcome
-from models.tables import CaseResultRow, MetricResultRow
+from proctor.models.case import Case
+from proctor.models.outcome import CaseOutcome
+from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.storage.db import redact_url
 from proctor.storage.rows import case_row, case_row_id, final_columns, metric_rows
 

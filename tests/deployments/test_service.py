@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from models.tables import CaseResultRow, EvalRun, RunStatus
+from proctor.models.tables import CaseResultRow, EvalRun, RunStatus
 from proctor.storage import get_engine
 from tests.conftest import ROOT
 from tests.fakes.processes import free_port, running, wait_http
@@ -66,7 +66,22 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                     [*worker_command, "--name", "w2"], env=worker_env, log=logs / "worker2.log", cwd=ROOT
                 ) as two,
             ):
+                _wait_for_workers(api, {"w1", "w2"}, logs)
                 yield {"api": api, "slack": slack, "workers": (one, two), "logs": logs}
+
+
+def _wait_for_workers(api: str, names: set[str], logs: Path, timeout: float = 300.0) -> None:
+    """Both workers polling the pool before any run is triggered: on a busy machine one may start
+    a minute after the other, and would otherwise find no run left to take."""
+    deadline = time.monotonic() + timeout
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        with _client(api) as client:
+            seen = {worker.name for worker in client.read_workers_for_work_pool("proctor")}
+        if names <= seen:
+            return
+        time.sleep(1)
+    raise AssertionError(f"workers {sorted(names - seen)} never polled; see {logs}")
 
 
 def _client(api: str) -> Any:
@@ -193,7 +208,7 @@ def test_two_workers_share_the_pool_and_one_postgresql_database(
     ids = {str(run.id) for run in flow_runs}
     logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
     taken = [{flow_run_id for flow_run_id in ids if flow_run_id in log} for log in logs]
-    assert all(taken) and taken[0] | taken[1] == ids  # each worker ran some of them
+    assert all(taken) and taken[0] | taken[1] == ids, [log[-3000:] for log in logs]  # each worker ran some
     with Session(get_engine(postgres_url)) as session:
         runs = session.exec(select(EvalRun).where(col(EvalRun.flow_run_id).in_(ids))).all()
         assert len(runs) == 4 and all(run.status is RunStatus.COMPLETED for run in runs)

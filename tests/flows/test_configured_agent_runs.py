@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from flows.evaluate import EvaluationRequest, evaluate
-from models.tables import CaseResultRow
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.tables import CaseResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI
 

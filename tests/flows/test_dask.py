@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, func, select
 
-from flows.cli import EXIT_BAD_INPUT, main
-from flows.evaluate import EvaluationRequest, evaluate
-from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.cli import EXIT_BAD_INPUT, main
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
 from tests.factories import echo_suite
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from flows.evaluate import EvaluationRequest, evaluate
-from models.agentflow import EvalReport
-from models.holodeck import TestReport
-from models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.agentflow import EvalReport
+from proctor.models.holodeck import TestReport
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
 from tests.conftest import EXAMPLE_SUITE
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import EXIT_FAILED, EXIT_PASSED, main
+from proctor.cli import EXIT_FAILED, EXIT_PASSED, main
 from tests.conftest import EXAMPLE_SUITE, ROOT
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from flows.evaluate import EvaluationRequest, evaluate
-from models.tables import MetricResultRow
+from proctor.flows.evaluate import EvaluationRequest, evaluate
 from proctor.loaders import SuiteError
+from proctor.models.tables import MetricResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, judged, prompt_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, evaluate
 from proctor.loaders import SuiteError
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from flows.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, main
-from flows.evaluate import EvaluationRequest, evaluate
-from models.notify import SlackSettings
-from models.tables import CaseResultRow, EvalRun
+from proctor.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, main
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.notify import SlackSettings
+from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.storage import get_engine
 from tests.conftest import EXAMPLE_SUITE, ROOT
 from tests.fakes.slack_server import FakeSlack

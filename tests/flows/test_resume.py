@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from flows.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
-from flows.evaluate import EvaluationRequest, evaluate
-from models.tables import CaseResultRow, EvalRun, RunStatus
+from proctor.cli import EXIT_BAD_INPUT, EXIT_FAILED, main
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.tables import CaseResultRow, EvalRun, RunStatus
 from proctor.storage import get_engine
 from tests.factories import echo_suite
 from tests.fakes.processes import start, stop

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from models.holodeck import LLMProvider
 from proctor.judges import CredentialError, resolve_api_key, resolve_base_url
+from proctor.models.holodeck import LLMProvider
 
 
 @pytest.fixture(autouse=True)

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from models.agentflow import Rubric, ToolCall
-from models.case import MetricSpec, Turn
-from models.outcome import AgentTurn
 from proctor.judges import Judge, JudgeCache, JudgeClient
 from proctor.metrics import REGISTRY, BoundMetric, score_metric
 from proctor.metrics import runner as metric_runner
+from proctor.models.agentflow import Rubric, ToolCall
+from proctor.models.case import MetricSpec, Turn
+from proctor.models.outcome import AgentTurn
 from proctor.storage import get_engine
 from tests.factories import make_case, make_ctx
 from tests.fakes import FakeOpenAI, Fault, judged, prompt_of

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from proctor.loaders import SuiteError, load_suite
-from proctor.loaders.adk import snake_keys
+from proctor.loaders.adk_parse import snake_keys
 from tests.conftest import ADK_FIXTURES
 
 ROLL_DIE = ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json"
@@ -150,7 +150,7 @@ def agent(request):
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_the_adk_fixture_runs(tmp_path: Path, sqlite_url: str) -> None:
-    from flows.evaluate import EvaluationRequest, evaluate
+    from proctor.flows.evaluate import EvaluationRequest, evaluate
 
     (tmp_path / "die_agent.py").write_text(textwrap.dedent(DIE_AGENT))
     summary = asyncio.run(

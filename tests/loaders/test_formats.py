@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from models.agentflow import EvalCase, EvalSet, Invocation, MessageContent, SessionInput, ToolCall
-from models.case import MetricSpec
-from models.holodeck import EvaluationConfig, EvaluationMetric, FileInput, TestCaseModel
-from models.vanna import ExpectedOutcome, TestCase, User
 from proctor.loaders import load_suite
-from proctor.loaders.formats import (
-    VANNA_DEFAULT_EVALUATORS,
-    case_from_test_case_model,
-    case_from_vanna,
-    cases_from_evalset,
-)
+from proctor.loaders.agentflow import cases_from_evalset
+from proctor.loaders.holodeck import case_from_test_case_model
+from proctor.loaders.vanna import VANNA_DEFAULT_EVALUATORS, case_from_vanna
+from proctor.models.agentflow import EvalCase, EvalSet, Invocation, MessageContent, SessionInput, ToolCall
+from proctor.models.case import MetricSpec
+from proctor.models.holodeck import EvaluationConfig, EvaluationMetric, FileInput, TestCaseModel
+from proctor.models.vanna import ExpectedOutcome, TestCase, User
 
 CONTAINS = MetricSpec(name="contains", args={"values": ["Tokyo"]})
 

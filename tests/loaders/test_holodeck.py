@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from models.case import MetricSpec
 from proctor.loaders import SuiteError, load_suite
 from proctor.metrics import REGISTRY
+from proctor.models.case import MetricSpec
 from tests.factories import agent_turn, make_case, make_ctx
 
 AGENT_YAML = """

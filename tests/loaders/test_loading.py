@@ -140,8 +140,8 @@ dataset:
 
 def test_the_adk_test_config_criteria_are_known_metrics() -> None:
     config = json.loads((ADK_FIXTURES / "hello_world_agent" / "test_config.json").read_text())
-    from models.agentflow import EvalConfig
     from proctor.loaders.metric_specs import check_spec, specs_from_eval_config
+    from proctor.models.agentflow import EvalConfig
 
     specs = specs_from_eval_config(EvalConfig.model_validate(config))
     assert all(check_spec(spec, "test_config.json", "") is None for spec in specs)

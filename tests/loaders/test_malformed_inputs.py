@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import EXIT_BAD_INPUT, main
+from proctor.cli import EXIT_BAD_INPUT, main
 
 AGENT = "def agent(request):\n    return 'hello'\n\n\nNOT_CALLABLE = 3\n"
 TURN = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from models.outcome import AgentTurn, TokenUsage
 from proctor.metrics.base import Metric, Score
 from proctor.metrics.budget import BUDGET_METRICS, DEFAULT_PRICES, Cost, TokenBudget, ToolCallCount
+from proctor.models.outcome import AgentTurn, TokenUsage
 from tests.factories import agent_turn, call, make_case, make_ctx
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from rouge_score import rouge_scorer
 
-from models.agentflow import ToolCall
-from models.case import MetricSpec, Turn
-from models.outcome import AgentTurn
 from proctor.metrics import REGISTRY
+from proctor.models.agentflow import ToolCall
+from proctor.models.case import MetricSpec, Turn
+from proctor.models.outcome import AgentTurn
 from tests.conftest import ADK_FIXTURES
 from tests.factories import agent_turn, call, make_case, make_ctx
 

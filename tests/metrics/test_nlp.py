@@ -12,7 +12,6 @@ import pytest
 from pydantic import ValidationError
 from sacrebleu.metrics import BLEU
 
-from models.case import Turn
 from proctor.metrics.base import Metric
 from proctor.metrics.nlp import (
     NLP_METRICS,
@@ -25,6 +24,7 @@ from proctor.metrics.nlp import (
     TokenF1,
     meteor,
 )
+from proctor.models.case import Turn
 from tests.conftest import ROOT
 from tests.factories import agent_turn, make_case, make_ctx
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from models.case import MetricSpec
 from proctor.metrics import DEFAULT_METRICS, REGISTRY, MetricConfigError, MetricRegistry
 from proctor.metrics.text import Contains, NotContains
 from proctor.metrics.tools import ToolsCalled
+from proctor.models.case import MetricSpec
 
 
 def test_two_metrics_with_one_name_are_rejected() -> None:

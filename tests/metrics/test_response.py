@@ -7,8 +7,8 @@ import json
 import pytest
 from rouge_score import rouge_scorer
 
-from models.case import Turn
 from proctor.metrics.response import ResponseMatch, is_mostly_latin, rouge1_fmeasure
+from proctor.models.case import Turn
 from tests.conftest import ADK_FIXTURES
 from tests.factories import agent_turn, make_case, make_ctx
 

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 import pytest
 
-from models.case import MetricSpec
-from models.outcome import ScoredMetric
 from proctor.metrics import BoundMetric, Metric, MetricContext, Score, runner, score_case, score_metric
+from proctor.models.case import MetricSpec
+from proctor.models.outcome import ScoredMetric
 from tests.factories import agent_turn, make_case, make_ctx
 
 # -- test doubles of metrics ---------------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from models.case import MetricSpec
 from proctor.metrics import REGISTRY, MetricConfigError, semantic
+from proctor.models.case import MetricSpec
 from tests.factories import agent_turn, make_case, make_ctx
 
 needs_extra = pytest.mark.skipif(

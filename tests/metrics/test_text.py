@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from models.case import Turn
 from proctor.metrics.text import Contains, NotContains
+from proctor.models.case import Turn
 from tests.factories import agent_turn, make_case, make_ctx
 
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from models.agentflow import MatchType, ToolCall
-from models.case import MetricSpec, Turn
 from proctor.metrics import REGISTRY
 from proctor.metrics.trajectory import TrajectoryMatch, trajectory_matches
+from proctor.models.agentflow import MatchType, ToolCall
+from proctor.models.case import MetricSpec, Turn
 from tests.conftest import ADK_FIXTURES
 from tests.factories import agent_turn, call, make_case, make_ctx
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from models.agentflow import (
+from proctor.models.agentflow import (
     CriterionConfig,
     CriterionResult,
     EvalCase,

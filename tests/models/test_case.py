@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from models.agentflow import SessionInput, ToolCall
-from models.case import Case, MetricSpec, Suite, Turn
-from models.holodeck import FileInput
+from proctor.models.agentflow import SessionInput, ToolCall
+from proctor.models.case import Case, MetricSpec, Suite, Turn
+from proctor.models.holodeck import FileInput
 from tests.factories import make_case
 
 

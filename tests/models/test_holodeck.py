@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from models.holodeck import (
+from proctor.models.holodeck import (
     EvaluationConfig,
     EvaluationMetric,
     FileInput,

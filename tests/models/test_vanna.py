@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from pydantic import ValidationError
 
-from models.vanna import (
+from proctor.models.vanna import (
     AgentResult,
     AgentVariant,
     EvaluationDataset,

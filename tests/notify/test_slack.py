@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from models.notify import NotifyPolicy, SlackSettings
+from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest, FailingCase
 from proctor.notify.slack import escape_mrkdwn, notify_slack, should_notify
 from proctor.regression import CaseChange, MetricChange, Regression

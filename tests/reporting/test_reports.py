@@ -8,15 +8,15 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from models.agentflow import EvalReport
-from models.case import MetricSpec
-from models.holodeck import MetricResult, ReportSummary, TestReport, TestResult
-from models.tables import EvalRun, RunStatus
+from proctor.models.agentflow import EvalReport
+from proctor.models.case import MetricSpec
+from proctor.models.holodeck import MetricResult, ReportSummary, TestReport, TestResult
+from proctor.models.tables import EvalRun, RunStatus
 from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
+from proctor.rendering import md_inline
 from proctor.reporting import case_rows, summary_markdown, write_reports
-from proctor.reporting.render import md_inline
 from proctor.storage import get_engine
-from tasks.persist import close_run
+from proctor.tasks.persist import close_run
 from tests.factories import make_case, stored_run
 
 

@@ -21,9 +21,9 @@ from prefect.states import State
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from flows.evaluate import EvaluationRequest, RunSummary, evaluate
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
-from proctor.reporting.render import md_inline
+from proctor.flows.evaluate import EvaluationRequest, RunSummary, evaluate
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.rendering import md_inline
 from proctor.storage import get_engine
 
 CASES = {

@@ -180,7 +180,7 @@ def test_the_run_waits_for_a_database_that_comes_back(own_postgres: OwnPostgres,
 def test_a_database_gone_too_long_fails_clearly_and_the_run_resumes(
     own_postgres: OwnPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    from flows.cli import EXIT_ERROR, EXIT_PASSED, main
+    from proctor.cli import EXIT_ERROR, EXIT_PASSED, main
 
     calls = tmp_path / "calls.log"
     process, log = _start_run(

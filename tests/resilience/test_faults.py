@@ -18,9 +18,9 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.states import State
 
-from flows.cli import EXIT_ERROR, EXIT_FAILED, main
-from models.notify import SlackSettings
 from proctor.agents import load_target
+from proctor.cli import EXIT_ERROR, EXIT_FAILED, main
+from proctor.models.notify import SlackSettings
 from tests.fakes import FakeOpenAI, Fault, judged, prompt_of
 from tests.fakes.slack_server import FakeSlack
 from tests.resilience.harness import (

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import distinct, func
 from sqlmodel import Session, select
 
-from models.tables import CaseResultRow
 from proctor.agents import load_target
+from proctor.models.tables import CaseResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, Fault, judged, prompt_of
 from tests.resilience.harness import reports, run_flow, stored, write_suite

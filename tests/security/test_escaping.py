@@ -17,12 +17,12 @@ import pytest
 from markdown_it import MarkdownIt
 from sqlmodel import Session
 
-from flows.cli import EXIT_FAILED, main
-from flows.evaluate import EvaluationRequest, evaluate
-from models.notify import SlackSettings
-from models.tables import EvalRun
+from proctor.cli import EXIT_FAILED, main
+from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.models.notify import SlackSettings
+from proctor.models.tables import EvalRun
+from proctor.rendering import md_inline
 from proctor.reporting.junit import JUnitBuilder
-from proctor.reporting.render import md_inline
 from proctor.storage import get_engine
 from tests.fakes.slack_server import FakeSlack
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from models.holodeck import FileInput
 from proctor import files
 from proctor.files import MAX_REDIRECTS, process_file
+from proctor.models.holodeck import FileInput
 
 SECRET = "root:x:0:0 the machine's own file"
 STREAMED_BYTES = 256 * 1024 * 1024  # what /endless would send if nobody stopped reading

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from flows.cli import EXIT_FAILED, main
-from flows.evaluate import EvaluationRequest, RunSummary, evaluate
-from models.notify import SlackSettings
-from models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.cli import EXIT_FAILED, main
+from proctor.flows.evaluate import EvaluationRequest, RunSummary, evaluate
+from proctor.models.notify import SlackSettings
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, Fault, judged, prompt_of
 from tests.fakes.slack_server import FakeSlack

@@ -39,7 +39,7 @@ def test_an_older_database_gains_the_new_columns(tmp_path: Path) -> None:
 
     from sqlmodel import Session, select
 
-    from models.tables import EvalRun
+    from proctor.models.tables import EvalRun
     from proctor.storage.db import get_engine
 
     path = tmp_path / "old.db"

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlmodel import Session, select
 
-from models.outcome import CaseState, ScoredMetric
-from models.tables import CaseResultRow, MetricResultRow, RunStatus
+from proctor.models.outcome import CaseState, ScoredMetric
+from proctor.models.tables import CaseResultRow, MetricResultRow, RunStatus
 from proctor.pipeline import CaseWork
 from proctor.storage.db import get_engine, normalize_url
 from proctor.storage.rows import case_row_id

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, main
+from proctor.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, main
 from tests.conftest import EXAMPLE_SUITE, ROOT
 
 
@@ -188,7 +188,7 @@ def test_a_folder_runs_every_suite(tmp_path: Path, sqlite_url: str, capsys) -> N
 
 
 def test_cases_can_be_selected_by_metadata(tmp_path: Path) -> None:
-    from flows.evaluate import select_cases
+    from proctor.flows.evaluate import select_cases
     from proctor.loaders import load_suite
 
     suite = load_suite(EXAMPLE_SUITE)

@@ -1,4 +1,7 @@
-"""Jinja2 rendering of reports: one environment, templates in `templates/`.
+"""Jinja2 rendering of reports: one environment, templates in `proctor/reporting/templates/`.
+
+This module imports nothing else of Proctor, so the data models can render themselves
+(HoloDeck's `TestReport.to_markdown`) without depending on storage or the report writers.
 
 HTML templates are autoescaped; Markdown and JSON templates escape through the `md`
 and `json` filters, so agent output can never break a report's layout.
@@ -10,11 +13,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from models.holodeck import TestResult
+if TYPE_CHECKING:  # only for hints: the models import this module
+    from proctor.models.holodeck import ReportSummary, TestReport, TestResult
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#&~])")
 # Control characters shown as their symbols (ESC as ␛): raw, they would drive the terminal of
@@ -58,7 +62,7 @@ def title(metric_name: str) -> str:
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("proctor.reporting", "templates"),
+        loader=PackageLoader("proctor", "reporting/templates"),
         autoescape=select_autoescape(enabled_extensions=("html", "html.j2", "xml"), default=False),
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -96,3 +100,31 @@ def metric_table(results: Iterable[TestResult]) -> list[dict[str, Any]]:
         }
         for name, flags in passes.items()
     ]
+
+
+def markdown_pieces(
+    header: Any,
+    summary: ReportSummary,
+    metrics: list[dict[str, Any]],
+    items: Iterator[Any],
+    run: Any = None,
+) -> Iterator[str]:
+    """HoloDeck's Markdown layout, a case at a time."""
+    yield render(
+        "report_head.md.j2",
+        report=header,
+        summary=summary,
+        metrics=metrics,
+        run=run,
+        judge_calls=0,
+        cached_calls=0,
+    )
+    for number, item in enumerate(items, start=1):
+        yield render("report_case.md.j2", item=item, number=number)
+
+
+def holodeck_report_markdown(report: TestReport) -> str:
+    """HoloDeck's Markdown layout for an in-memory `TestReport` (its `to_markdown`)."""
+    return "".join(
+        markdown_pieces(report, report.summary, metric_table(report.results), iter(report.results))
+    )

@@ -1,0 +1,133 @@
+"""What a run is asked to do (`EvaluationRequest`, the flow's one parameter and so the Prefect
+UI's form) and what it reports back (`RunSummary`)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from proctor.models.notify import SlackSettings
+from proctor.models.tables import RunStatus
+
+# Significance level of the regression test, unless a request sets its own.
+DEFAULT_SIGNIFICANCE = 0.05
+
+
+class VariantSpec(BaseModel):
+    """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
+
+    name: str = Field(min_length=1)
+    agent: str = Field(description="Agent target, as for `agent`")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvaluationRequest(BaseModel):
+    """What to evaluate and how; every field has a sensible default but the suite."""
+
+    suite: str = Field(description="Path of the suite file (.evalset.json, agent.yaml, Vanna dataset)")
+    agent: str | None = Field(
+        default=None, description="Agent target 'module:attr' or 'file.py:attr'; default: the suite's"
+    )
+    config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default .proctor/proctor.db")
+    report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")
+    concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
+    chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
+    agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
+    judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
+    case_timeout_s: float | None = Field(
+        default=None, gt=0, description="Limit on a whole case's conversation"
+    )
+    model_call_limit: str | None = Field(
+        default=None,
+        description="Prefect global concurrency limit capping agent and judge calls across workers",
+    )
+    variants: list[VariantSpec] = Field(
+        default_factory=list, description="Agent variants to run over the same suite and compare"
+    )
+    tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
+    cases: list[str] = Field(default_factory=list, description="Run only these case ids")
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="Run only cases whose metadata has these values (key: value)"
+    )
+    repeat: int = Field(
+        default=1, ge=1, le=100, description="Run every case this many times; cases report passes k of n"
+    )
+    baseline_run_id: uuid.UUID | None = Field(
+        default=None, description="Compare with this run; default: the last completed run of the suite"
+    )
+    significance: float = Field(
+        default=DEFAULT_SIGNIFICANCE,
+        gt=0,
+        lt=1,
+        description="Significance level of the regression test (Fisher's exact test, with --repeat)",
+    )
+    min_pass_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="The run passes its gate at this pass rate (percent); default: every case must pass",
+    )
+    slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
+    dask_address: str | None = Field(
+        default=None,
+        description="Spread case chunks over a Dask cluster: its scheduler (tcp://host:8786), "
+        "or 'local' / 'local:N' for a local cluster of N worker processes",
+    )
+    resume_run_id: uuid.UUID | None = Field(
+        default=None,
+        description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
+    )
+
+    @field_validator("dask_address")
+    @classmethod
+    def _dask_address(cls, value: str | None) -> str | None:
+        if value is None or value == "local" or re.fullmatch(r"local:[1-9][0-9]{0,3}", value):
+            return value
+        if re.fullmatch(r"(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+", value):
+            return value
+        raise ValueError("expected a Dask scheduler address such as tcp://host:8786, or 'local' or 'local:N'")
+
+
+class RunSummary(BaseModel):
+    run_id: uuid.UUID
+    variant: str | None = None
+    suite_name: str
+    status: RunStatus
+    total: int
+    passed: int
+    failed: int
+    errored: int
+    pass_rate: float | None
+    duration_ms: int | None
+    report_dir: str | None
+    database: str
+    error: str | None = None
+    variants: list[RunSummary] = Field(default_factory=list)
+    best_variant: str | None = None
+    comparison_dir: str | None = None
+    repeat: int = 1
+    min_pass_rate: float | None = None
+    regression: dict[str, Any] | None = None
+    notification: dict[str, Any] | None = None
+
+    @property
+    def gate_passed(self) -> bool:
+        """Completed, no regression against the baseline, and every case passed (or, with
+        `min_pass_rate`, the pass rate reached it): the CLI's exit code 0."""
+        if self.status is not RunStatus.COMPLETED or (self.regression or {}).get("regressed"):
+            return False
+        if self.min_pass_rate is None:
+            return self.failed == 0
+        return (self.pass_rate or 0.0) >= self.min_pass_rate
+
+    @property
+    def all_passed(self) -> bool:
+        return all(run.gate_passed for run in self.variants or [self])
+
+    @property
+    def regressed(self) -> bool:
+        return any((run.regression or {}).get("regressed", False) for run in self.variants or [self])

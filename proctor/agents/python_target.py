@@ -1,0 +1,76 @@
+"""Python agents: `package.module:attr` or `path/to/file.py:attr`, imported into this process.
+
+The lowest floor of `proctor.agents`: configured agents (OpenAI, HTTP) use it for their Python
+tools, and `targets.load_target` for plain callables, so neither needs the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+# Targets `KIND:config.yaml` that name a configured agent rather than a Python callable.
+CONFIGURED_AGENTS = ("openai", "http")
+
+
+class AgentLoadError(ValueError):
+    """The agent target cannot be imported or is not callable."""
+
+
+def resolve_relative_target(target: str, base_dir: Path) -> str:
+    """`file.py:attr` and `openai:`/`http:` config files resolve against `base_dir`."""
+    kind, sep, rest = target.partition(":")
+    if sep and kind in CONFIGURED_AGENTS and not Path(rest).is_absolute():
+        return f"{kind}:{(base_dir / rest).resolve()}"
+    module, sep, attr = target.rpartition(":")
+    if sep and module.endswith(".py") and not Path(module).is_absolute():
+        return f"{(base_dir / module).resolve()}:{attr}"
+    return target
+
+
+@lru_cache(maxsize=256)
+def load_python_target(target: str) -> Callable[..., Any]:
+    """The callable `module:attr` or `file.py:attr` names; errors say what was tried."""
+    module_ref, sep, attr = target.rpartition(":")
+    if not sep or not module_ref or not attr:
+        raise AgentLoadError(
+            f"agent target {target!r} must look like 'package.module:attr' or 'file.py:attr'"
+        )
+    if module_ref.endswith(".py"):
+        path = Path(module_ref)
+        if not path.is_file():
+            raise AgentLoadError(f"agent target {target!r}: file {path} not found")
+        # As `python agent.py` would: the agent's own folder is importable, so its sibling
+        # packages (a `models` or `tasks` of its own) import as the user wrote them.
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        name = f"proctor_agent_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise AgentLoadError(f"agent target {target!r}: cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            del sys.modules[name]
+            raise AgentLoadError(f"agent target {target!r}: importing {path} failed: {error!r}") from error
+    else:
+        try:
+            module = importlib.import_module(module_ref)
+        except Exception as error:
+            raise AgentLoadError(f"agent target {target!r}: cannot import {module_ref}: {error!r}") from error
+    try:
+        agent = getattr(module, attr)
+    except AttributeError:
+        raise AgentLoadError(f"agent target {target!r}: {module_ref} has no attribute {attr!r}") from None
+    if not callable(agent):
+        raise AgentLoadError(f"agent target {target!r} is a {type(agent).__name__}, not a callable")
+    return agent

@@ -1,0 +1,65 @@
+"""What the command line prints: exit codes, problems, regressions; names never read as markup."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 3
+
+
+def quiet_prefect(verbose: bool) -> None:
+    """Prefect's defaults suit a server; on a terminal they drown the progress bar."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+
+
+def escape(text: str) -> str:
+    """Text shown as it is by Rich: suite, case and agent names are not markup."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def print_problems(error: Exception) -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    problems = getattr(error, "problems", None)
+    lines = [str(problem) for problem in problems] if problems else [str(error)]
+    console.print(f"[bold red]error:[/] {len(lines)} problem(s), nothing was run", highlight=False)
+    for line in lines:
+        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+def print_regression(change: Any) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    console.print(
+        f"against baseline {str(change.baseline_id)[:8]}: pass rate {change.pass_rate_before:.1f}% -> "
+        f"{change.pass_rate_after:.1f}% ({change.pass_rate_delta:+.1f} points)"
+    )
+    for label, cases in (
+        ("newly failing", change.newly_failing),
+        ("newly passing", change.newly_passing),
+        ("only in the baseline", change.removed),
+        ("new cases", change.added),
+    ):
+        if cases:
+            console.print(f"{label}: {escape(', '.join(cases))}")
+    if change.repeated:
+        for case in change.changed_cases:
+            console.print(
+                f"  {escape(case.case_id)}: passed {case.passed_before}/{case.runs_before} -> "
+                f"{case.passed_after}/{case.runs_after} (p = {case.p_value:.3g})"
+            )
+        console.print(f"pooled pass counts: p = {change.pooled_p_value:.3g}")
+    for metric in change.metrics:
+        if metric.delta is not None:
+            console.print(
+                f"  {escape(metric.name)}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})"
+            )
+    verdict = "[bold red]regression[/]" if change.regressed else "[green]no regression[/]"
+    console.print(f"{verdict} ({escape(change.method)})")

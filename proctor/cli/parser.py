@@ -1,0 +1,131 @@
+"""The `proctor` command line's arguments: one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="proctor", description="Evaluate LLM agents against suites.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command")
+
+    run = commands.add_parser("run", help="evaluate a suite with an agent")
+    run.add_argument(
+        "suite",
+        help="a suite file (.evalset.json, .test.json, agent.yaml, Vanna dataset) or a folder of them",
+    )
+    run.add_argument("--agent", help="agent target 'module:attr' or 'file.py:attr' (default: the suite's)")
+    run.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    run.add_argument("--db", dest="database_url", help="results database URL (default .proctor/proctor.db)")
+    run.add_argument("--output", dest="report_dir", help="report folder (default .proctor/reports/…)")
+    run.add_argument("--concurrency", type=int, default=8, help="agents running at once (default 8)")
+    run.add_argument("--chunk-size", type=int, help="cases per Prefect task run (default: automatic)")
+    run.add_argument("--timeout", dest="agent_timeout_s", type=float, default=300.0, help="per-turn seconds")
+    run.add_argument("--case-timeout", dest="case_timeout_s", type=float, help="seconds for a whole case")
+    run.add_argument(
+        "--model-call-limit",
+        metavar="NAME",
+        help="Prefect global concurrency limit capping model calls across workers",
+    )
+    run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
+    run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")
+    run.add_argument(
+        "--variant",
+        dest="variant_args",
+        action="append",
+        default=[],
+        metavar="NAME=TARGET",
+        help="an agent variant to compare (repeat); each runs the whole suite",
+    )
+    run.add_argument(
+        "--meta",
+        dest="metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only cases whose metadata KEY equals VALUE",
+    )
+    run.add_argument(
+        "--no-cache",
+        dest="judge_cache",
+        action="store_false",
+        help="call judges again even for identical calls",
+    )
+    run.add_argument(
+        "--repeat", type=int, default=1, help="run every case N times; report passes k of n (default 1)"
+    )
+    run.add_argument(
+        "--baseline",
+        dest="baseline_run_id",
+        metavar="RUN_ID",
+        help="compare with this run (default: the last completed run of the same suite and agent)",
+    )
+    run.add_argument(
+        "--significance",
+        type=float,
+        default=0.05,
+        help="significance level of the regression test with --repeat (default 0.05)",
+    )
+    run.add_argument(
+        "--min-pass-rate",
+        type=float,
+        metavar="PERCENT",
+        help="exit 0 when the pass rate reaches this (default: every case must pass)",
+    )
+    run.add_argument(
+        "--slack-channel", help="post the summary to this Slack channel (token: SLACK_BOT_TOKEN)"
+    )
+    run.add_argument(
+        "--slack-webhook",
+        metavar="REF",
+        help="post through an incoming webhook: '${ENV_VAR}' or 'secret:<prefect-secret-block>'",
+    )
+    run.add_argument(
+        "--notify",
+        choices=("always", "failure", "regression", "never"),
+        default="failure",
+        help="when to post to Slack (default: failure)",
+    )
+    run.add_argument(
+        "--dask-address",
+        metavar="ADDRESS",
+        help="run case chunks on a Dask cluster: tcp://scheduler:8786, or 'local:N' (N worker processes)",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+
+    resume = commands.add_parser(
+        "resume", help="finish a run that stopped (killed, crashed, database lost): finished cases are kept"
+    )
+    resume.add_argument("run_id", help="the run's id, or its first characters as `history` shows them")
+    resume.add_argument("--db", dest="database_url", help="results database URL (the run's)")
+    resume.add_argument("--output", dest="report_dir", help="report folder (default: as the run asked)")
+    resume.add_argument("--concurrency", type=int, help="cases whose agent runs at once (default: as before)")
+    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
+    resume.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+
+    validate = commands.add_parser(
+        "validate", help="check suites (a file or a folder) without running anything"
+    )
+    validate.add_argument("suite")
+    validate.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
+    history = commands.add_parser("history", help="recent runs, newest first")
+    history.add_argument("--suite", help="only runs of this suite id")
+    history.add_argument("--limit", type=int, default=20)
+    history.add_argument("--db", dest="database_url", help="results database URL")
+
+    report = commands.add_parser("report", help="render a stored run's report")
+    report.add_argument("run_id")
+    report.add_argument("--format", choices=("md", "json", "html", "junit"), default="md")
+    report.add_argument("--db", dest="database_url", help="results database URL")
+
+    compare = commands.add_parser("compare", help="what changed between two runs (RUN_A is the baseline)")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--db", dest="database_url", help="results database URL")
+    compare.add_argument("--significance", type=float, default=0.05, help="of the test with repeats")
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
+    schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
+    return parser

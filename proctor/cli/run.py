@@ -1,0 +1,234 @@
+"""`proctor run` and `proctor resume`: plan every suite, run the flow, print the summary."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from proctor.cli.console import (
+    EXIT_BAD_INPUT,
+    EXIT_ERROR,
+    EXIT_FAILED,
+    EXIT_PASSED,
+    escape,
+    print_problems,
+    print_regression,
+    quiet_prefect,
+)
+from proctor.cli.stored import find_run, resolve_run_id
+
+
+def summary_table(summary: Any, database_url: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from sqlmodel import Session
+
+    from proctor.models.tables import EvalRun
+    from proctor.reporting import case_rows
+    from proctor.storage import get_engine
+    from proctor.storage.runs import metric_stats
+
+    console = Console()
+    engine = get_engine(database_url)
+    with Session(engine) as session:
+        run = session.get(EvalRun, summary.run_id)
+        stats = metric_stats(session=session, run_id=summary.run_id)
+        rows = case_rows(session=session, run=run, limit=20)
+    label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
+    metrics = Table(title=f"{escape(label)}: metrics", title_justify="left")
+    for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
+        metrics.add_column(column, justify="left" if column == "metric" else "right")
+    for name, stat in stats.items():
+        avg = f"{stat['avg_score']:.3f}" if stat["avg_score"] is not None else "n/a"
+        calls = f"{stat['judge_calls']} ({stat['cached_calls']})" if stat["judge_calls"] else "-"
+        metrics.add_row(
+            escape(name), str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls
+        )
+    console.print(metrics)
+    failing = [row for row in rows if not row["passed"]]
+    if failing:
+        table = Table(title="failing cases", title_justify="left")
+        for column in ("case", "state", "why"):
+            table.add_column(column)
+        for row in failing:
+            table.add_row(escape(str(row["case"])), escape(str(row["state"])), escape(str(row["why"])))
+        console.print(table)
+    colour = "green" if summary.failed == 0 else "red"
+    rate = f"{summary.pass_rate:.1f}%" if summary.pass_rate is not None else "n/a"
+    console.print(
+        f"[bold {colour}]{summary.passed}/{summary.total} passed[/] ({rate}), "
+        f"{summary.errored} errored · run {summary.run_id} · {(summary.duration_ms or 0) / 1000:.1f}s",
+        highlight=False,
+    )
+    console.print(
+        f"reports: {summary.report_dir}/report.md · results: {summary.database}",
+        highlight=False,
+        markup=False,
+    )
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Validate every suite at the path first; then run them one after another."""
+    quiet_prefect(args.verbose)
+    from proctor.flows.evaluate import EvaluationRequest
+    from proctor.loaders import Problem, SuiteError, discover, slug
+
+    fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
+    bad_meta = [item for item in args.metadata if "=" not in item]
+    if bad_meta:
+        print_problems(ValueError(f"--meta expects KEY=VALUE; got {', '.join(bad_meta)}"))
+        return EXIT_BAD_INPUT
+    fields["metadata"] = dict(item.split("=", 1) for item in args.metadata)
+    bad_variants = [item for item in args.variant_args if "=" not in item]
+    if bad_variants:
+        print_problems(ValueError(f"--variant expects NAME=TARGET; got {', '.join(bad_variants)}"))
+        return EXIT_BAD_INPUT
+    if args.baseline_run_id:
+        try:
+            fields["baseline_run_id"] = resolve_run_id(args.database_url, args.baseline_run_id)
+        except LookupError as error:
+            print_problems(ValueError(f"--baseline: {error}"))
+            return EXIT_BAD_INPUT
+    if args.slack_channel or args.slack_webhook:
+        fields["slack"] = {
+            "channel": args.slack_channel,
+            "webhook_url": args.slack_webhook,
+            "notify": args.notify,
+        }
+    fields["variants"] = [
+        {"name": name, "agent": target} for name, target in (item.split("=", 1) for item in args.variant_args)
+    ]
+    planned, problems = [], []
+    agent_field = "--agent" if args.agent else "metadata.agent"
+    for path in discover(args.suite):
+        try:
+            planned.append(plan_request({**fields, "suite": str(path)}, str(path), agent_field))
+        except SuiteError as error:
+            problems += error.problems
+    if problems or not planned:
+        print_problems(SuiteError(problems or [Problem(args.suite, "", "no suite files found")]))
+        return EXIT_BAD_INPUT
+    if args.report_dir and len(planned) > 1:  # one report folder per suite, named by its path
+        root = Path(args.suite)
+        for request, _ in planned:
+            request.report_dir = str(Path(args.report_dir) / slug(str(Path(request.suite).relative_to(root))))
+    return max(run_one(request, total, args) for request, total in planned)
+
+
+def plan_request(fields: dict[str, Any], file: str, agent_field: str) -> tuple[Any, int]:
+    """A checked request and how many case runs it plans, or a `SuiteError` naming every
+    problem (request fields, suite, agent). Only the count is kept: the flow loads the suite
+    itself, and holding its cases here too would double the memory of a large suite."""
+    from pydantic import ValidationError
+
+    from proctor.agents import AgentLoadError
+    from proctor.flows.evaluate import EvaluationRequest, prepare
+    from proctor.loaders import Problem, SuiteError
+
+    try:
+        request = EvaluationRequest(**fields)
+        return request, len(prepare(request)[1]) * request.repeat
+    except ValidationError as error:
+        problems = [Problem(file, ".".join(map(str, i["loc"])), i["msg"]) for i in error.errors()]
+        raise SuiteError(problems) from None
+    except AgentLoadError as error:
+        raise SuiteError([Problem(file, agent_field, str(error))]) from None
+    except ValueError as error:
+        raise SuiteError([Problem(file, "", str(error))]) from None
+
+
+def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from proctor import progress as events
+    from proctor.flows.evaluate import evaluate
+    from proctor.storage import default_database_url
+
+    bar = Progress(
+        TextColumn(f"[bold]{Path(request.suite).name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("[green]{task.fields[passed]} passed [red]{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        disable=args.no_progress or not sys.stderr.isatty(),
+        transient=True,
+    )
+    task_id = bar.add_task("cases", total=total, passed=0, failed=0)
+    tallies = {"passed": 0, "failed": 0}
+
+    def on_event(event: str, data: dict[str, Any]) -> None:
+        if event == "case_finished":
+            tallies["passed" if data["passed"] else "failed"] += 1
+            bar.update(task_id, advance=1, **tallies)
+
+    unsubscribe = events.subscribe(on_event)
+    try:
+        with bar:
+            summary = asyncio.run(evaluate(request))
+    except Exception as error:
+        print(f"error: the run of {request.suite} could not complete: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        unsubscribe()
+    for run in summary.variants or [summary]:
+        summary_table(run, request.database_url or default_database_url())
+        if run.regression:
+            from proctor.regression import Regression
+
+            print_regression(Regression.from_dict(run.regression))
+        if run.notification:
+            status = run.notification.get("status")
+            detail = run.notification.get("error") or run.notification.get("channel") or ""
+            print(f"slack: {status}{f' ({detail})' if detail else ''}", file=sys.stderr)
+    if summary.variants:
+        from rich.console import Console
+
+        where = f"{summary.comparison_dir}/comparison.md"
+        best = f"[bold]best variant: {summary.best_variant}[/]"
+        Console().print(f"{best} · comparison: {where}", highlight=False)
+    return EXIT_PASSED if summary.all_passed else EXIT_FAILED
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """Run again what a stopped run did not finish, with the request it was started with."""
+    quiet_prefect(args.verbose)
+    from sqlmodel import Session
+
+    from proctor.flows.evaluate import EvaluationRequest
+    from proctor.loaders import SuiteError
+    from proctor.models.tables import RunStatus
+    from proctor.storage import default_database_url, get_engine
+    from proctor.storage.runs import resume_point
+
+    database_url = args.database_url or default_database_url()
+    try:
+        with Session(get_engine(database_url)) as session:
+            run = find_run(session, args.run_id)
+            finished = len(resume_point(session=session, run_id=run.id).finished)
+    except LookupError as error:
+        print_problems(ValueError(f"resume: {error}"))
+        return EXIT_BAD_INPUT
+    if run.status is RunStatus.COMPLETED:
+        print_problems(ValueError(f"resume: run {run.id} already completed; nothing to resume"))
+        return EXIT_BAD_INPUT
+    fields = {
+        key: value for key, value in (run.config or {}).items() if key in EvaluationRequest.model_fields
+    }
+    fields.update(database_url=database_url, resume_run_id=str(run.id))
+    if args.report_dir:
+        fields["report_dir"] = args.report_dir
+    if args.concurrency:
+        fields["concurrency"] = args.concurrency
+    try:
+        request, planned = plan_request(fields, run.suite_path, "agent")
+    except SuiteError as error:
+        print_problems(error)
+        return EXIT_BAD_INPUT
+    remaining = max(0, planned - finished)
+    print(
+        f"resuming run {run.id}: {finished} case runs already finished, {remaining} to run", file=sys.stderr
+    )
+    return run_one(request, remaining, args)

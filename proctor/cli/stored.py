@@ -1,0 +1,153 @@
+"""Commands that read files or stored runs and run nothing: validate, schema, history, report, compare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from proctor.cli.console import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_PASSED,
+    escape,
+    print_problems,
+    print_regression,
+)
+
+
+def validate_command(args: argparse.Namespace) -> int:
+    from proctor.loaders import SuiteError, load_suites
+
+    try:
+        suites = load_suites(args.suite, config_path=args.config)
+    except SuiteError as error:
+        print_problems(error)
+        return EXIT_BAD_INPUT
+    for suite in suites:
+        for warning in suite.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        metrics = sorted({spec.name for case in suite.cases for spec in case.metrics})
+        shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
+        print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
+    return EXIT_PASSED
+
+
+def find_run(session: Any, text: str) -> Any:
+    """A run by its id or a unique prefix of it (as `proctor history` shows them)."""
+    from sqlmodel import col, select
+
+    from proctor.models.tables import EvalRun
+
+    matches = [
+        run
+        for run in session.exec(select(EvalRun).order_by(col(EvalRun.started_at).desc()))
+        if str(run.id).startswith(text.lower())
+    ]
+    if len(matches) != 1:
+        raise LookupError(f"{'no run' if not matches else 'more than one run'} matches {text!r}")
+    return matches[0]
+
+
+def resolve_run_id(database_url: str | None, text: str) -> Any:
+    """A run id from a full id or a unique prefix, looked up in the results database."""
+    from sqlmodel import Session
+
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(database_url or default_database_url())) as session:
+        return find_run(session, text).id
+
+
+def history_command(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from sqlmodel import Session, col, select
+
+    from proctor.models.tables import EvalRun
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        query = select(EvalRun).order_by(col(EvalRun.started_at).desc()).limit(args.limit)
+        if args.suite:
+            query = query.where(EvalRun.suite_id == args.suite)
+        runs = session.exec(query).all()
+    table = Table(title="runs, newest first", title_justify="left")
+    for column in ("run", "started", "suite", "agent", "status", "passed", "pass rate"):
+        table.add_column(column)
+    for run in runs:
+        rate = f"{run.pass_rate:.1f}%" if run.pass_rate is not None else "-"
+        agent = f"{run.agent} [{run.variant}]" if run.variant else run.agent
+        table.add_row(
+            str(run.id)[:8],
+            f"{run.started_at:%Y-%m-%d %H:%M}",
+            escape(run.suite_id),
+            escape(agent),
+            run.status.value,
+            f"{run.passed_cases}/{run.total_cases}",
+            rate,
+        )
+    Console().print(table)
+    return EXIT_PASSED
+
+
+def report_command(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from sqlmodel import Session
+
+    from proctor.reporting import write_reports
+    from proctor.reporting.html import html_report
+    from proctor.reporting.junit import junit_xml
+    from proctor.reporting.reports import markdown_report
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        try:
+            run = find_run(session, args.run_id)
+        except LookupError as error:
+            print_problems(error)
+            return EXIT_BAD_INPUT
+        if args.format == "html":
+            sys.stdout.write(html_report(session=session, run=run))
+        elif args.format == "junit":
+            sys.stdout.write(junit_xml(session=session, run=run))
+        elif args.format == "md":
+            sys.stdout.writelines(markdown_report(session=session, run=run))
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                files = write_reports(session=session, run=run, directory=Path(folder))
+                sys.stdout.write(files.json.read_text())
+    return EXIT_PASSED
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from proctor.regression import compare_runs
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        try:
+            baseline, run = find_run(session, args.run_a), find_run(session, args.run_b)
+        except LookupError as error:
+            print_problems(error)
+            return EXIT_BAD_INPUT
+        change = compare_runs(
+            session=session, baseline_id=baseline.id, run_id=run.id, significance=args.significance
+        )
+    print_regression(change)
+    return EXIT_FAILED if change.regressed else EXIT_PASSED
+
+
+def schema_command(args: argparse.Namespace) -> int:
+    """JSON Schema of the native formats, for editors (`$schema` / yaml-language-server)."""
+    import json
+
+    from proctor.models.agentflow import EvalConfig, EvalSet
+
+    schema = (EvalConfig if args.kind == "config" else EvalSet).model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    print(json.dumps(schema, indent=2))
+    return EXIT_PASSED

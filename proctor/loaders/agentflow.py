@@ -1,0 +1,156 @@
+"""agentflow `.evalset.json` files, and the `EvalConfig` criteria every evalset-like format reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from proctor.loaders.checks import agent_problems, check_specs, long_ids
+from proctor.loaders.documents import read_document
+from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
+from proctor.loaders.metric_specs import (
+    specs_from_eval_config,
+)
+from proctor.metrics.registry import REGISTRY
+from proctor.models.agentflow import EvalConfig, EvalSet, SessionInput
+from proctor.models.case import Case, MetricSpec, Suite, Turn
+
+CONFIG_NEIGHBOURS = ("eval_config.json", "test_config.json")
+
+
+def eval_config_for(
+    path: Path, metadata: dict[str, Any], config_path: Path | None, default: EvalConfig | None = None
+) -> tuple[EvalConfig, str, bool]:
+    """The set's criteria: an explicit file, the set's metadata, a file beside it, or the default."""
+    if config_path is not None:
+        return load_config(config_path), str(config_path), False
+    inline = metadata.get("eval_config")
+    if isinstance(inline, dict):
+        try:
+            return EvalConfig.model_validate(inline), str(path), False
+        except ValidationError as error:
+            raise SuiteError(problems_from_validation(str(path), error, "metadata.eval_config")) from None
+    if isinstance(inline, str):
+        return load_config(path.parent / inline), str(path.parent / inline), False
+    if inline is not None:
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "metadata.eval_config",
+                    f"expected a config file name or an inline config with criteria; found {found(inline)}",
+                )
+            ]
+        )
+    for name in CONFIG_NEIGHBOURS:
+        neighbour = path.parent / name
+        if neighbour.exists():
+            return load_config(neighbour), str(neighbour), False
+    if default is not None:
+        return default, "defaults", True
+    return EvalConfig.default(), "EvalConfig.default()", True
+
+
+def load_config(path: Path) -> EvalConfig:
+    document = read_document(path)
+    try:
+        return EvalConfig.model_validate(document)
+    except ValidationError as error:
+        raise SuiteError(problems_from_validation(str(path), error)) from None
+
+
+def load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite:
+    try:
+        evalset = EvalSet.model_validate(document)
+    except ValidationError as error:
+        raise SuiteError(problems_from_validation(str(path), error)) from None
+    if isinstance(document, dict):
+        document.clear()  # the caller still refers to it: free the parsed JSON before building cases
+    config, config_source, is_default = eval_config_for(path, evalset.metadata, config_path)
+    warnings = []
+    if is_default:
+        for name in [n for n in config.criteria if n not in REGISTRY]:
+            del config.criteria[name]
+            warnings.append(
+                f"{path}: the default criterion {name!r} is not available in this version and "
+                "was skipped; pass --config to choose criteria"
+            )
+    specs = specs_from_eval_config(config)
+    prefix = "metadata.eval_config." if config_source == str(path) else ""
+    problems = check_specs([(config_source, f"{prefix}criteria.{spec.name}", spec) for spec in specs])
+    for index, eval_case in enumerate(evalset.eval_cases):
+        if not eval_case.conversation:
+            problems.append(
+                Problem(str(path), f"eval_cases[{index}].conversation", "at least one invocation is required")
+            )
+    if not evalset.eval_cases:
+        problems.append(Problem(str(path), "eval_cases", "the set has no cases"))
+    agent = evalset.metadata.get("agent")
+    problems += agent_problems(str(path), agent, "metadata.agent")
+    problems += long_ids(
+        str(path),
+        [("eval_set_id", evalset.eval_set_id)]
+        + [(f"eval_cases[{i}].eval_id", case.eval_id) for i, case in enumerate(evalset.eval_cases)],
+    )
+    if problems:
+        raise SuiteError(problems)
+    cases = cases_from_evalset(evalset, specs)
+    if config.user_simulator_config is not None:  # every case is played by the simulated user
+        simulator = config.user_simulator_config.model_dump()
+        cases = [
+            case.model_copy(update={"metadata": {**case.metadata, "user_simulator": simulator}})
+            for case in cases
+        ]
+    return Suite(
+        suite_id=evalset.eval_set_id,
+        name=evalset.name or evalset.eval_set_id,
+        description=evalset.description,
+        path=str(path),
+        source_format="agentflow",
+        cases=cases,
+        agent=agent if isinstance(agent, str) else None,
+        metadata={**evalset.metadata, "eval_config": config.model_dump(mode="json")},
+        warnings=warnings,
+    )
+
+
+def cases_from_evalset(evalset: EvalSet, specs: list[MetricSpec]) -> list[Case]:
+    """agentflow cases; every case is scored with the set's criteria.
+
+    An empty `expected_tool_trajectory` is agentflow's default and so means "no
+    expectation", not "no tool may be called" (use `tools_not_called` for that).
+    """
+    cases = []
+    for eval_case in evalset.eval_cases:
+        turns = [
+            Turn(
+                turn_id=invocation.invocation_id,
+                input=invocation.user_content.get_text(),
+                expected_tool_calls=list(invocation.expected_tool_trajectory) or None,
+                expected_response=(
+                    invocation.expected_final_response.get_text()
+                    if invocation.expected_final_response
+                    else None
+                ),
+                expected_intermediate_responses=[
+                    message.get_text() for message in invocation.expected_intermediate_responses
+                ],
+                metadata=invocation.metadata,
+            )
+            for invocation in eval_case.conversation
+        ]
+        cases.append(
+            Case(
+                case_id=eval_case.eval_id,
+                name=eval_case.name or None,
+                turns=turns,
+                metrics=specs,
+                tags=eval_case.tags,
+                metadata=eval_case.metadata,
+                session=eval_case.session_input or SessionInput(),
+                source_format="agentflow",
+            )
+        )
+    return cases

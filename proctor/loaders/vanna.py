@@ -1,0 +1,155 @@
+"""Vanna datasets (`*.dataset.json|yaml`): test cases with expected outcomes, and evaluators."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from proctor.loaders.checks import agent_problems, duplicate_ids, long_ids
+from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
+from proctor.loaders.metric_specs import (
+    check_spec,
+    spec_from_evaluation_metric,
+)
+from proctor.models.agentflow import SessionInput
+from proctor.models.case import Case, MetricSpec, Suite, Turn
+from proctor.models.holodeck import EvaluationMetric
+from proctor.models.vanna import TestCase
+
+VANNA_NAME = re.compile(r"\.dataset\.(json|ya?ml)$")
+
+
+VANNA_FIELDS = ("name", "description", "metadata", "evaluators", "test_cases")
+
+
+def _vanna_evaluators(
+    path: Path, body: dict[str, Any], prefix: str
+) -> tuple[list[MetricSpec], list[Problem]]:
+    """The dataset's `evaluators` (names, or {name, args...}), else Vanna's three defaults."""
+    raw = body.get("evaluators")
+    if raw is None:
+        return [MetricSpec(name=name) for name in VANNA_DEFAULT_EVALUATORS], []
+    specs, problems = [], []
+    for index, entry in enumerate(raw if isinstance(raw, list) else [raw]):
+        location = f"{prefix.rsplit('.', 1)[0] + '.' if '.' in prefix else ''}evaluators[{index}]"
+        if isinstance(entry, str):
+            spec = MetricSpec(name=entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            arguments = {key: value for key, value in entry.items() if key != "name"}
+            try:
+                metric = EvaluationMetric.model_validate({"metric": entry["name"], **arguments})
+            except ValidationError as error:
+                problems += problems_from_validation(str(path), error, location)
+                continue
+            spec = spec_from_evaluation_metric(metric)
+        else:
+            problems.append(
+                Problem(
+                    str(path),
+                    location,
+                    f"expected an evaluator name or {{name: ..., arguments}}; found {found(entry)}",
+                )
+            )
+            continue
+        problem = check_spec(spec, str(path), location)
+        if problem:
+            problems.append(problem)
+        specs.append(spec)
+    return specs, problems
+
+
+def load_vanna(path: Path, document: Any) -> Suite:
+    wrapped = isinstance(document, dict) and "dataset" in document
+    where = "dataset." if wrapped else ""
+    if not isinstance(document, dict | list):
+        raise SuiteError(
+            [
+                Problem(
+                    str(path),
+                    "",
+                    f"expected a list of test cases or a mapping with test_cases; found {found(document)}",
+                )
+            ]
+        )
+    body = (
+        document["dataset"]
+        if wrapped
+        else document
+        if isinstance(document, dict)
+        else {"test_cases": document}
+    )
+    prefix = f"{where}test_cases"
+    if not isinstance(body, dict):
+        raise SuiteError(
+            [Problem(str(path), "dataset", "expected a mapping with name, evaluators and test_cases")]
+        )
+    evaluators, problems = _vanna_evaluators(path, body, prefix)
+    problems += [
+        Problem(str(path), f"{where}{key}", f"unknown field; expected one of {', '.join(VANNA_FIELDS)}")
+        for key in body
+        if key not in VANNA_FIELDS
+    ]
+    raw_cases = body.get("test_cases") or []
+    if not isinstance(raw_cases, list):
+        problems.append(
+            Problem(str(path), prefix, f"expected a list of test cases; found {found(raw_cases)}")
+        )
+        raw_cases = []
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        problems.append(
+            Problem(str(path), f"{where}metadata", f"expected a mapping; found {found(metadata)}")
+        )
+        metadata = {}
+    problems += agent_problems(str(path), metadata.get("agent"), f"{where}metadata.agent")
+    cases: list[Case] = []
+    for index, raw in enumerate(raw_cases):
+        try:
+            test_case = TestCase.model_validate(raw)
+        except ValidationError as error:
+            problems += problems_from_validation(str(path), error, f"{prefix}[{index}]")
+            continue
+        cases.append(case_from_vanna(test_case, evaluators))
+    if not body.get("test_cases"):
+        problems.append(Problem(str(path), prefix, "at least one test case is required"))
+    name = str(body.get("name") or path.stem)
+    problems += duplicate_ids(str(path), cases, prefix)
+    problems += long_ids(
+        str(path), [(f"{where}name", name)] + [(f"{prefix}[{i}].id", c.case_id) for i, c in enumerate(cases)]
+    )
+    if problems:
+        raise SuiteError(problems)
+    return Suite(
+        suite_id=name,
+        name=name,
+        description=str(body.get("description") or ""),
+        path=str(path),
+        source_format="vanna",
+        cases=cases,
+        agent=metadata.get("agent"),
+        metadata=metadata,
+    )
+
+
+VANNA_DEFAULT_EVALUATORS = ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator")
+
+
+def case_from_vanna(test_case: TestCase, evaluators: list[MetricSpec]) -> Case:
+    """A Vanna test case, scored by Vanna's evaluators, which read its `ExpectedOutcome`."""
+    return Case(
+        case_id=test_case.id,
+        turns=[Turn(turn_id="turn_1", input=test_case.message)],
+        metrics=evaluators,
+        metadata={
+            **test_case.metadata,
+            "user": test_case.user.model_dump(),
+            "expected_outcome": test_case.expected_outcome.model_dump(exclude_none=True)
+            if test_case.expected_outcome
+            else {},
+        },
+        session=SessionInput(thread_id=test_case.conversation_id),
+        source_format="vanna",
+    )

@@ -1,0 +1,128 @@
+"""Everything checked before a run starts: the suite, the agent, the selection, limits and keys.
+
+Plain functions: `proctor validate`, `proctor run` (before any flow starts) and the flow itself
+call the same checks, so a request that passes one passes the others.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from proctor.agents import load_target
+from proctor.agents.targets import resolve_relative_target
+from proctor.judges import CredentialError, resolve_api_key
+from proctor.loaders import Problem, SuiteError, load_suite, slug
+from proctor.metrics import REGISTRY
+from proctor.models.case import Case, Suite
+from proctor.models.request import EvaluationRequest
+
+DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
+
+
+def select_cases(
+    suite: Suite, tags: list[str], case_ids: list[str], metadata: dict[str, str] | None = None
+) -> list[Case]:
+    """Cases with any of the tags, among the ids, and with every metadata value (compared as text)."""
+    cases = suite.cases
+    if metadata:
+        cases = [
+            case
+            for case in cases
+            if all(str(case.metadata.get(key)) == value for key, value in metadata.items())
+        ]
+    if tags:
+        wanted = set(tags)
+        cases = [case for case in cases if wanted & set(case.tags)]
+    if case_ids:
+        unknown = sorted(set(case_ids) - {case.case_id for case in suite.cases})
+        if unknown:
+            raise SuiteError([Problem(suite.path, "", f"no case with id {', '.join(map(repr, unknown))}")])
+        cases = [case for case in cases if case.case_id in set(case_ids)]
+    if not cases:
+        raise SuiteError([Problem(suite.path, "", "no case matches the selection (--tag / --case / --meta)")])
+    return cases
+
+
+def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
+    """Load and check everything before a run starts; raises `SuiteError` or `AgentLoadError`.
+
+    Returns the suite, the selected cases and the agent target to import: a `file.py`
+    named by the suite is found beside the suite, one named by `--agent` from here.
+    """
+    suite = load_suite(request.suite, config_path=request.config)
+    if request.agent:
+        agent = request.agent
+    elif suite.agent:
+        agent = resolve_relative_target(suite.agent, Path(suite.path).parent)
+    else:
+        raise SuiteError(
+            [
+                Problem(
+                    suite.path, "metadata.agent", "no agent: pass --agent module:attr or set it in the suite"
+                )
+            ]
+        )
+    load_target(agent)
+    names = [variant.name for variant in request.variants]
+    if len(set(names)) != len(names):
+        raise SuiteError([Problem(suite.path, "variants", f"variant names must be unique; got {names}")])
+    for variant in request.variants:
+        load_target(variant.agent)
+    cases = select_cases(suite, request.tags, request.cases, request.metadata)
+    if request.model_call_limit:
+        check_concurrency_limit(suite, request.model_call_limit)
+    check_judge_credentials(suite, cases)
+    return suite, cases, agent
+
+
+def check_concurrency_limit(suite: Suite, name: str) -> None:
+    """A named concurrency limit must exist: Prefect would otherwise skip it silently."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            raise SuiteError(
+                [
+                    Problem(
+                        suite.path,
+                        "model_call_limit",
+                        f"no Prefect global concurrency limit named {name!r}; "
+                        f"create it: prefect gcl create {name} --limit N",
+                    )
+                ]
+            ) from None
+
+
+def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
+    """A judged metric without an API key is a configuration error, found before the run."""
+    problems = []
+    seen: set[int] = set()
+    if any("user_simulator" in case.metadata or "conversation_scenario" in case.metadata for case in cases):
+        try:
+            resolve_api_key(None)
+        except CredentialError as error:
+            problems.append(Problem(suite.path, "user simulator", str(error)))
+    for case in cases:
+        for spec in case.metrics:
+            if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":
+                continue
+            seen.add(id(spec))
+            if spec.model is not None and (spec.model.api_key or "").startswith("secret:"):
+                continue  # a Prefect Secret block is read when the flow runs
+            try:
+                resolve_api_key(spec.model)
+            except CredentialError as error:
+                problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
+    if problems:
+        unique = {str(problem): problem for problem in problems}
+        raise SuiteError(list(unique.values()))
+
+
+def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return DEFAULT_REPORT_ROOT / slug(suite.suite_id) / f"{stamp}-{str(run_id)[:8]}"
