@@ -69,7 +69,6 @@ def test_wheel_holds_only_proctor_and_its_templates(tmp_path: Path) -> None:
             "pip",
             "wheel",
             "--no-deps",
-            "--no-build-isolation",
             "-q",
             "-w",
             str(tmp_path),
