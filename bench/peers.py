@@ -31,8 +31,9 @@ and the ratio printed is Proctor's per-case time divided by the peer's, for the 
 Every framework runs once on 10 cases first, untimed, and the frameworks take turns within each
 repeat. All runs go through one concurrency setting (--concurrency, default 32).
 
-Peers are found, never installed: Python peers in --peer-python (default /work/peer-venv), promptfoo
-at --promptfoo (default /work/peer-node/node_modules/.bin/promptfoo); a missing one is skipped with
+Peers are found, never installed: Python peers in --peer-python (or $PROCTOR_PEER_PYTHON), promptfoo
+at --promptfoo (or $PROCTOR_PROMPTFOO); neither has a default tied to a machine's folders. A
+missing or unnamed one is skipped with
 a note. Telemetry, sharing and update checks are switched off for all of them; Prefect gets a
 temporary PREFECT_HOME.
 
@@ -659,7 +660,10 @@ def discover(args: argparse.Namespace, tmp: Path) -> list[Framework]:
         else:
             print(f"note: Proctor skipped: no {python} with a `proctor` command beside it")
 
-    peer_python = Path(args.peer_python)
+    peer_python = Path(args.peer_python or "/nonexistent/peer-python")
+    if wanted & {"inspect", "deepeval"} and not args.peer_python:
+        print("note: Inspect AI and DeepEval skipped: name their Python (--peer-python)")
+        wanted = wanted - {"inspect", "deepeval"}
     if wanted & {"inspect", "deepeval"}:
         versions: dict[str, str | None] = {}
         if peer_python.exists():
@@ -694,7 +698,9 @@ def discover(args: argparse.Namespace, tmp: Path) -> list[Framework]:
             else:
                 print(f"note: DeepEval skipped: deepeval is not installed in {peer_python}")
 
-    if "promptfoo" in wanted:
+    if "promptfoo" in wanted and not args.promptfoo:
+        print("note: promptfoo skipped: name it with --promptfoo or $PROCTOR_PROMPTFOO")
+    elif "promptfoo" in wanted:
         cli = Path(args.promptfoo)
         node = shutil.which("node")
         package = promptfoo_package(cli) if cli.exists() else None
@@ -814,9 +820,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32, help="cases at once, for every framework")
     parser.add_argument(
-        "--peer-python", default="/work/peer-venv/bin/python", help="Python with inspect-ai, deepeval"
+        "--peer-python",
+        default=os.environ.get("PROCTOR_PEER_PYTHON"),
+        help="Python with the Python peers installed (inspect-ai, deepeval); or $PROCTOR_PEER_PYTHON",
     )
-    parser.add_argument("--promptfoo", default="/work/peer-node/node_modules/.bin/promptfoo")
+    parser.add_argument(
+        "--promptfoo",
+        default=os.environ.get("PROCTOR_PROMPTFOO"),
+        help="promptfoo executable (node_modules/.bin/promptfoo); or $PROCTOR_PROMPTFOO",
+    )
     parser.add_argument(
         "--proctor-python",
         default=str(PROJECT / ".venv" / "bin" / "python"),

@@ -12,20 +12,20 @@ import pytest
 
 from proctor.loaders import SuiteError, load_suite
 from proctor.loaders.adk_parse import snake_keys
-from tests.conftest import ADK_FIXTURES
+from tests.conftest import DICE, DICE_CAMEL, LAMP
 
-ROLL_DIE = ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json"
-LEGACY = ADK_FIXTURES / "home_automation_agent" / "simple_test2.test.json"
+ROLL_DIE = DICE
+LEGACY = LAMP
 
 
-def test_the_evalset_fixture_loads_with_its_test_config() -> None:
+def test_the_evalset_file_loads_with_its_test_config() -> None:
     suite = load_suite(ROLL_DIE)
     [case] = suite.cases
-    assert suite.source_format == "adk" and case.case_id.endswith("roll_die.test.json")
+    assert suite.source_format == "adk" and case.case_id.endswith("dice.test.json")
     assert [t.input for t in case.turns] == [
-        "Hi who are you?",
-        "What can you do?",
-        "Can you roll a die with 6 sides",
+        "Hello, what are you?",
+        "Which tools do you have?",
+        "Please roll a die with 6 sides",
     ]
     assert [t.expected_tool_calls for t in case.turns][:2] == [[], []]  # ADK: no tool expected
     assert case.turns[2].expected_tool_calls[0].model_dump(exclude_none=True) == {
@@ -33,7 +33,7 @@ def test_the_evalset_fixture_loads_with_its_test_config() -> None:
         "args": {"sides": 6},
     }
     assert case.turns[2].expected_response is None and case.turns[0].expected_response.startswith(
-        "I am a data"
+        "I am a dice"
     )
     assert [(s.name, s.threshold) for s in case.metrics] == [
         ("tool_trajectory_avg_score", 1.0),
@@ -41,17 +41,37 @@ def test_the_evalset_fixture_loads_with_its_test_config() -> None:
     ]
 
 
-def test_the_legacy_fixture_is_one_conversation() -> None:
+def test_the_legacy_file_is_one_conversation() -> None:
     [case] = load_suite(LEGACY).cases
     [turn] = case.turns
-    assert turn.input == "Turn off device_3 in the Bedroom."
-    assert turn.expected_tool_calls[0].args == {
-        "location": "Bedroom",
-        "device_id": "device_3",
-        "status": "OFF",
+    assert turn.input == "Switch off lamp_2 in the Kitchen."
+    assert turn.expected_tool_calls[0].model_dump(exclude_none=True) == {
+        "name": "set_lamp",
+        "args": {"room": "Kitchen", "lamp_id": "lamp_2", "state": "OFF"},
     }
-    assert turn.expected_response == "I have set the device_3 status to off."
+    assert turn.expected_response == "I have switched lamp_2 off."
     assert [s.name for s in case.metrics] == ["tool_trajectory_avg_score"]
+
+
+def test_a_camel_case_file_loads_as_its_snake_case_twin() -> None:
+    assert "evalCases" in DICE_CAMEL.read_text() and "eval_cases" not in DICE_CAMEL.read_text()
+    camel, snake = load_suite(DICE_CAMEL), load_suite(ROLL_DIE)
+    assert camel.suite_id == snake.suite_id
+    assert camel.cases[0].turns == snake.cases[0].turns
+    assert camel.cases[0].metrics == snake.cases[0].metrics
+
+
+def test_googles_own_fixtures_load(shared_adk: Path) -> None:
+    """ADK's integration fixtures as Google wrote them (beside the checkout on our machines)."""
+    [dice] = load_suite(shared_adk / "hello_world_agent" / "roll_die.test.json").cases
+    assert [t.input for t in dice.turns][:2] == ["Hi who are you?", "What can you do?"]
+    assert dice.turns[2].expected_tool_calls[0].model_dump(exclude_none=True) == {
+        "name": "roll_die",
+        "args": {"sides": 6},
+    }
+    [home] = load_suite(shared_adk / "home_automation_agent" / "simple_test2.test.json").cases
+    assert home.turns[0].expected_tool_calls[0].name == "set_device_info"
+    assert [s.name for s in home.metrics] == ["tool_trajectory_avg_score"]
 
 
 def test_camel_case_files_load_the_same(tmp_path: Path) -> None:
@@ -139,17 +159,16 @@ def agent(request):
     if "roll" in text:
         request.record_tool_call("roll_die", {"sides": 6}, 4)
         return "I rolled a 4."
-    if "who are you" in text:
-        return "I am a data processing agent. I can roll dice and check if the results are prime numbers. What would you like me to do?"
-    return ("I can roll dice for you of different sizes, and I can check if the results are prime numbers. "
-            "I can also remember previous rolls if you'd like to check those for primes as well. "
-            "What would you like me to do?")
+    if "what are you" in text:
+        return "I am a dice agent. I roll dice of any size and tell you whether a roll is a prime number. What shall I roll?"
+    return ("I have two tools: one rolls a die with as many sides as you ask for, the other checks which numbers are prime. "
+            "I remember earlier rolls too, so you can check those later.")
 """
 
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-def test_the_adk_fixture_runs(tmp_path: Path, sqlite_url: str) -> None:
+def test_the_adk_file_runs(tmp_path: Path, sqlite_url: str) -> None:
     from proctor.flows.evaluate import EvaluationRequest, evaluate
 
     (tmp_path / "die_agent.py").write_text(textwrap.dedent(DIE_AGENT))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proctor.loaders import SuiteError, load_suite
-from tests.conftest import ADK_FIXTURES, EXAMPLE_SUITE
+from tests.conftest import DICE, EXAMPLE_SUITE
 
 
 def _write(folder: Path, name: str, content: str | dict | list) -> Path:
@@ -139,7 +139,7 @@ dataset:
 
 
 def test_the_adk_test_config_criteria_are_known_metrics() -> None:
-    config = json.loads((ADK_FIXTURES / "hello_world_agent" / "test_config.json").read_text())
+    config = json.loads((DICE.parent / "test_config.json").read_text())
     from proctor.loaders.metric_specs import check_spec, specs_from_eval_config
     from proctor.models.agentflow import EvalConfig
 

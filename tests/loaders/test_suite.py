@@ -9,7 +9,7 @@ import pytest
 
 from proctor.loaders import Problem, SuiteError, load_suite
 from proctor.metrics.registry import REGISTRY
-from tests.conftest import ADK_FIXTURES, EXAMPLE_SUITE
+from tests.conftest import DICE, EXAMPLE_SUITE
 
 
 def write(folder: Path, name: str, content: str | dict | list) -> Path:
@@ -157,8 +157,8 @@ def test_an_evalset_is_recognised_by_content_without_its_suffix(tmp_path: Path) 
     assert load_suite(write(tmp_path, "suite.json", evalset())).source_format == "agentflow"
 
 
-def test_an_adk_fixture_loads_with_its_test_config() -> None:
-    suite = load_suite(ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json")
+def test_an_adk_file_loads_with_its_test_config() -> None:
+    suite = load_suite(DICE)
     assert suite.source_format == "adk"
     assert metric_names(suite) == [("tool_trajectory_avg_score", 1.0), ("response_match_score", 0.5)]
 

@@ -11,7 +11,7 @@ from proctor.metrics import REGISTRY
 from proctor.models.agentflow import ToolCall
 from proctor.models.case import MetricSpec, Turn
 from proctor.models.outcome import AgentTurn
-from tests.conftest import ADK_FIXTURES
+from tests.conftest import DICE
 from tests.factories import agent_turn, call, make_case, make_ctx
 
 
@@ -20,7 +20,7 @@ def _metric(name: str, **args):
 
 
 def _adk_invocations() -> list[dict]:
-    data = json.loads((ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json").read_text())
+    data = json.loads(DICE.read_text())
     return data["eval_cases"][0]["conversation"]
 
 

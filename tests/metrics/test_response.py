@@ -9,7 +9,7 @@ from rouge_score import rouge_scorer
 
 from proctor.metrics.response import ResponseMatch, is_mostly_latin, rouge1_fmeasure
 from proctor.models.case import Turn
-from tests.conftest import ADK_FIXTURES
+from tests.conftest import DICE, LAMP
 from tests.factories import agent_turn, make_case, make_ctx
 
 # -- rouge1_fmeasure by hand -----------------------------------------------------------------
@@ -143,7 +143,7 @@ def _text(content: dict | None) -> str:
     return "\n".join(part["text"] for part in parts if part.get("text"))
 
 
-ROLL_DIE = json.loads((ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json").read_text())
+ROLL_DIE = json.loads(DICE.read_text())
 ROLL_DIE_REFERENCES = {
     inv["invocation_id"]: _text(inv["final_response"])
     for case in ROLL_DIE["eval_cases"]
@@ -151,18 +151,17 @@ ROLL_DIE_REFERENCES = {
     if _text(inv["final_response"])
 }
 ROLL_DIE_PARAPHRASES = {
-    "b01f67f0-9f23-44d6-bbe4-36ea235cb9fb": (
-        "I'm an agent that processes data: I roll dice and I check whether the rolled "
-        "numbers are primes. What should I do?"
+    "5f0e2a61-7c1b-4d2e-9a33-0c1d2e3f4a01": (
+        "I'm an agent for dice: I roll any die and say if the rolled number is prime. Which one?"
     ),
-    "13be0093-ac29-4828-98c6-5bbd570c010c": (
-        "I roll dice of many sizes and check results for being prime; previous rolls are "
-        "remembered so they can be checked as well. Shall I roll one?"
+    "5f0e2a61-7c1b-4d2e-9a33-0c1d2e3f4a02": (
+        "Two tools: a die roller with any number of sides, and a prime checker; earlier rolls are "
+        "remembered so they can be checked as well."
     ),
 }
-SIMPLE_TEST2 = json.loads((ADK_FIXTURES / "home_automation_agent" / "simple_test2.test.json").read_text())
+SIMPLE_TEST2 = json.loads(LAMP.read_text())
 SIMPLE_TEST2_PARAPHRASES = {
-    "I have set the device_3 status to off.": "Done: device 3 in the bedroom is now switched off.",
+    "I have switched lamp_2 off.": "Done: the kitchen lamp lamp_2 is switched off now.",
 }
 
 

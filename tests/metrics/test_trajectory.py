@@ -10,7 +10,7 @@ from proctor.metrics import REGISTRY
 from proctor.metrics.trajectory import TrajectoryMatch, trajectory_matches
 from proctor.models.agentflow import MatchType, ToolCall
 from proctor.models.case import MetricSpec, Turn
-from tests.conftest import ADK_FIXTURES
+from tests.conftest import DICE
 from tests.factories import agent_turn, call, make_case, make_ctx
 
 WEATHER = call("get_weather", city="Paris")
@@ -174,11 +174,11 @@ def test_the_registry_reads_a_hand_written_match_type() -> None:
     assert metric.match_type is MatchType.ANY_ORDER
 
 
-# -- ADK's tool_trajectory_avg_score on the roll_die fixture ---------------------------------
+# -- ADK's tool_trajectory_avg_score on an ADK-format dice conversation ---------------------------------
 
 
 def _roll_die_invocations() -> list[dict]:
-    data = json.loads((ADK_FIXTURES / "hello_world_agent" / "roll_die.test.json").read_text())
+    data = json.loads(DICE.read_text())
     [eval_case] = data["eval_cases"]
     return eval_case["conversation"]
 
