@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from proctor.agents import load_target
-from proctor.agents.targets import resolve_relative_target
 from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
+from proctor.loaders.references import resolve_relative_target
 from proctor.metrics import REGISTRY
 from proctor.models.case import Case, Suite
 from proctor.models.request import EvaluationRequest

@@ -19,9 +19,10 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
-from proctor.agents.python_target import load_python_target, resolve_relative_target
 from proctor.judges.credentials import redact, resolve_api_key, resolve_base_url
+from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
+from proctor.user_code import load_python_target
 
 
 class ToolSpec(BaseModel):

@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
-from proctor.agents.python_target import (
-    CONFIGURED_AGENTS,
-    AgentLoadError,
-    load_python_target,
-    resolve_relative_target,
-)
+from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
+from proctor.user_code import AgentLoadError, load_python_target
 
 __all__ = ["AgentLoadError", "load_target", "resolve_relative_target"]
 

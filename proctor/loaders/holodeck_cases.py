@@ -15,11 +15,11 @@ from urllib.parse import urlparse
 
 from pydantic import ValidationError
 
-from proctor.agents.targets import resolve_relative_target
 from proctor.env import expand_env
 from proctor.files import URL_SCHEMES, leaves_roots
 from proctor.loaders.errors import Problem, found, problems_from_validation
 from proctor.loaders.metric_specs import check_spec, spec_from_evaluation_metric
+from proctor.loaders.references import resolve_relative_target
 from proctor.models.agentflow import ToolCall
 from proctor.models.case import Case, MetricSpec, Turn
 from proctor.models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider

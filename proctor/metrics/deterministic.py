@@ -123,18 +123,18 @@ class CodeGrader(Metric):
     @field_validator("grader")
     @classmethod
     def _importable(cls, grader: str) -> str:
-        from proctor.agents.targets import AgentLoadError, load_target
+        from proctor.user_code import AgentLoadError, load_python_target
 
         try:
-            load_target(grader)
+            load_python_target(grader)
         except AgentLoadError as error:
             raise ValueError(str(error).replace("agent target", "grader")) from None
         return grader
 
     def evaluate(self, ctx: MetricContext) -> Score:
-        from proctor.agents.targets import load_target
+        from proctor.user_code import load_python_target
 
-        grade = load_target(self.grader)
+        grade = load_python_target(self.grader)
         verdicts, reasons = [], []
         for index, (expected, actual) in enumerate(ctx.paired_turns()):
             context = GraderContext(

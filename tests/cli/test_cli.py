@@ -127,7 +127,6 @@ def test_version_is_printed(capsys) -> None:
     assert capsys.readouterr().out.startswith("proctor ")
 
 
-
 def test_validate_checks_a_whole_folder(capsys) -> None:
     from tests.conftest import ADK_DATA
 

@@ -1,7 +1,7 @@
-"""Python agents: `package.module:attr` or `path/to/file.py:attr`, imported into this process.
+"""User code named in a suite or on the command line (`package.module:attr` or
+`path/to/file.py:attr`): agents, their Python tools, code graders, all imported into this process.
 
-The lowest floor of `proctor.agents`: configured agents (OpenAI, HTTP) use it for their Python
-tools, and `targets.load_target` for plain callables, so neither needs the other.
+It imports nothing else of Proctor, so agents, metrics and loaders can all use it.
 """
 
 from __future__ import annotations
@@ -15,23 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-# Targets `KIND:config.yaml` that name a configured agent rather than a Python callable.
-CONFIGURED_AGENTS = ("openai", "http")
-
 
 class AgentLoadError(ValueError):
-    """The agent target cannot be imported or is not callable."""
-
-
-def resolve_relative_target(target: str, base_dir: Path) -> str:
-    """`file.py:attr` and `openai:`/`http:` config files resolve against `base_dir`."""
-    kind, sep, rest = target.partition(":")
-    if sep and kind in CONFIGURED_AGENTS and not Path(rest).is_absolute():
-        return f"{kind}:{(base_dir / rest).resolve()}"
-    module, sep, attr = target.rpartition(":")
-    if sep and module.endswith(".py") and not Path(module).is_absolute():
-        return f"{(base_dir / module).resolve()}:{attr}"
-    return target
+    """The target cannot be imported or is not callable (agents, tools and graders alike)."""
 
 
 @lru_cache(maxsize=256)
