@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from proctor.pipeline import CaseWork
 
 T = TypeVar("T")
 
@@ -28,3 +31,20 @@ def chunked(items: Sequence[T], size: int) -> Iterator[tuple[int, Sequence[T]]]:
     """(offset, items) pairs of at most `size` items each, in order."""
     for start in range(0, len(items), size):
         yield start, items[start : start + size]
+
+
+class Chunk:
+    """Some consecutive cases of a suite, on their way through the stages.
+
+    A plain object on purpose: Prefect walks lists, dicts, dataclasses and Pydantic models in
+    task inputs and results (measured: most of a stage's orchestration cost on large chunks),
+    but treats a plain object as one value."""
+
+    __slots__ = ("label", "works")
+
+    def __init__(self, label: str, works: list[CaseWork]) -> None:
+        self.label = label
+        self.works = works
+
+    def __repr__(self) -> str:
+        return f"Chunk({self.label!r}, {len(self.works)} cases)"

@@ -8,7 +8,6 @@ costs an agent call already made) and at the end. Prefect-free: `tasks/` wraps t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -17,39 +16,39 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from proctor import progress
-from proctor.agents import AgentInvoker, AgentRequest, load_target
+from proctor.agents import AgentRequest
 from proctor.files import process_file
-from proctor.judges import Judge, JudgeCache, JudgeClient, Usage, resolve_api_key, resolve_base_url
-from proctor.metrics import REGISTRY, BoundMetric, MetricContext, score_case
+from proctor.judges import Usage
+from proctor.metrics import MetricContext, score_case
 from proctor.metrics.tools import tools_matched
-from proctor.models.case import Case, MetricSpec
-from proctor.models.holodeck import LLMProvider
+from proctor.models.case import Case
 from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState
+from proctor.runtime import (
+    DEFAULT_JUDGE_MODEL,
+    DEFAULT_JUDGE_TIMEOUT_S,
+    RunSettings,
+    Runtime,
+    chunk_runtime,
+    release_runtime,
+    runtime_for,
+)
 from proctor.simulator import SimulationPlan, next_user_turn
-from proctor.storage import get_engine, get_writer
-from proctor.storage.writer import ResultWriter
 
 log = logging.getLogger("proctor.pipeline")
 
-DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
-DEFAULT_JUDGE_TIMEOUT_S = 120.0
-
-
-class RunSettings(BaseModel):
-    """What every stage needs to know about its run; plain data, so it crosses processes."""
-
-    run_id: uuid.UUID
-    database_url: str
-    agent: str
-    suite_dir: str
-    concurrency: int = Field(default=8, ge=1)
-    agent_timeout_s: float | None = Field(default=300.0, gt=0)
-    judge_cache: bool = True
-    model_call_limit: str | None = None
-    case_timeout_s: float | None = Field(default=None, gt=0)
+# Re-exported: what a run's stages share lives in `proctor.runtime`.
+__all__ = [
+    "DEFAULT_JUDGE_MODEL",
+    "DEFAULT_JUDGE_TIMEOUT_S",
+    "AgentCheckpoint",
+    "CaseWork",
+    "RunSettings",
+    "Runtime",
+    "chunk_runtime",
+    "release_runtime",
+    "run_chunk",
+    "runtime_for",
+]
 
 
 @dataclass
@@ -75,122 +74,6 @@ class CaseWork:
 
     def __post_init__(self) -> None:
         self.outcome = CaseOutcome(case_id=self.case.case_id, attempt=self.attempt)
-
-
-@dataclass
-class Runtime:
-    """The live objects of a run in this process: agent, concurrency limit, writer."""
-
-    settings: RunSettings
-    invoker: AgentInvoker
-    limiter: asyncio.Semaphore
-    writer: ResultWriter
-    _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
-    _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
-
-    def bind(self, spec: MetricSpec) -> BoundMetric:
-        """The metric for a spec, built once per run: cases of a suite share their specs."""
-        cached = self._metrics.get(id(spec))
-        if cached is None or cached[0] is not spec:
-            metric = REGISTRY.build(spec)
-            judge = self._judge_for(spec) if metric.kind == "llm" else None
-            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge))
-        return cached[1]
-
-    def model_gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """A slot of the Prefect global concurrency limit on model calls, when one is named:
-        it caps agent and judge calls across every worker; this process's own cap is the
-        run's concurrency. Prefect is imported only then, so plain runs stay Prefect-free."""
-        name = self.settings.model_call_limit
-        if not name:
-            return contextlib.nullcontext()
-        from prefect.concurrency.asyncio import concurrency
-
-        return concurrency(name, occupy=1, strict=True)
-
-    @property
-    def _judge_cache(self) -> JudgeCache | None:
-        return JudgeCache(self.writer.engine) if self.settings.judge_cache else None
-
-    def simulator(self, model: str) -> Judge:
-        """The model playing the user, through the same client and cache as judges."""
-        return self._judge_for(
-            MetricSpec(name="user_simulator", model=LLMProvider(name=model), timeout_ms=120_000)
-        )
-
-    def _judge_for(self, spec: MetricSpec) -> Judge:
-        """The judge a spec names (its model, else the default), sharing one client per endpoint."""
-        provider = spec.model
-        base_url, api_key = resolve_base_url(provider), resolve_api_key(provider)
-        client = self._judge_clients.get((base_url, api_key))
-        if client is None:
-            client = self._judge_clients[(base_url, api_key)] = JudgeClient(
-                base_url=base_url, api_key=api_key
-            )
-        return Judge.for_spec(
-            spec,
-            client,
-            self._judge_cache,
-            default_model=DEFAULT_JUDGE_MODEL,
-            timeout_s=DEFAULT_JUDGE_TIMEOUT_S,
-        )
-
-    async def save(self, work: CaseWork) -> None:
-        await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)
-        if work.outcome.state.is_final:
-            progress.publish(
-                "case_finished",
-                run_id=self.settings.run_id,
-                case_id=work.case.case_id,
-                state=work.outcome.state.value,
-                passed=work.outcome.passed,
-            )
-
-
-_runtimes: dict[uuid.UUID, Runtime] = {}
-
-
-def runtime_for(settings: RunSettings) -> Runtime:
-    """The run's runtime in this process, made on first use by any chunk."""
-    runtime = _runtimes.get(settings.run_id)
-    if runtime is None:
-        runtime = Runtime(
-            settings=settings,
-            invoker=AgentInvoker(
-                load_target(settings.agent),
-                max_threads=settings.concurrency,
-                timeout_s=settings.agent_timeout_s,
-            ),
-            limiter=asyncio.Semaphore(settings.concurrency),
-            writer=get_writer(get_engine(settings.database_url)),
-        )
-        _runtimes[settings.run_id] = runtime
-    return runtime
-
-
-_closing: set[asyncio.Task[None]] = set()
-
-
-def release_runtime(run_id: uuid.UUID) -> None:
-    """Let go of a run's agent threads and judge connections.
-
-    A worker runs flow after flow in one process: judge clients left open keep their
-    keep-alive connections (and the server's side of them) until garbage collection. They are
-    closed on the running loop, the one they were opened on; without one, it is gone already.
-    """
-    runtime = _runtimes.pop(run_id, None)
-    if runtime is None:
-        return
-    runtime.invoker.close()
-    clients, runtime._judge_clients = list(runtime._judge_clients.values()), {}
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    for client in clients:
-        task = loop.create_task(client.aclose())
-        _closing.add(task)
-        task.add_done_callback(_closing.discard)
 
 
 def _elapsed_ms(started: float) -> float:

@@ -7,20 +7,11 @@ import uuid
 
 from prefect import task
 from prefect.cache_policies import NONE
-from sqlmodel import Session
 
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.storage import get_engine
-from proctor.storage.runs import finish_run
+from proctor.steps import close_run
 
-
-def close_run(
-    *, database_url: str, run_id: uuid.UUID, status: RunStatus, error: str | None = None
-) -> EvalRun:
-    with Session(get_engine(database_url), expire_on_commit=False) as session:
-        run = finish_run(session=session, run_id=run_id, status=status, error=error)
-        session.commit()
-        return run
+__all__ = ["close_run", "finalize_run"]
 
 
 @task(name="finalize-run", cache_policy=NONE)

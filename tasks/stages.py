@@ -1,8 +1,7 @@
 """The state machine's stages as Prefect tasks, each over one chunk of cases.
 
-A chunk travels between the stages inside a `Chunk`, a plain object: Prefect walks lists,
-dicts, dataclasses and Pydantic models in task inputs and results (measured: most of a
-stage's orchestration cost on large chunks), but treats a plain object as one value.
+A chunk travels between the stages inside a `Chunk` (see `proctor.chunking`), a plain object
+that Prefect does not walk.
 """
 
 from __future__ import annotations
@@ -11,20 +10,10 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from proctor import pipeline
-from proctor.pipeline import CaseWork, RunSettings
+from proctor.chunking import Chunk
+from proctor.runtime import RunSettings, chunk_runtime
 
-
-class Chunk:
-    """Some consecutive cases of a suite, on their way through the stages."""
-
-    __slots__ = ("label", "works")
-
-    def __init__(self, label: str, works: list[CaseWork]) -> None:
-        self.label = label
-        self.works = works
-
-    def __repr__(self) -> str:
-        return f"Chunk({self.label!r}, {len(self.works)} cases)"
+__all__ = ["Chunk", "evaluate_chunk", "run_chunk"]
 
 
 @task(name="process-files", task_run_name="process-files [{chunk.label}]", cache_policy=NONE)
@@ -62,6 +51,7 @@ async def evaluate_chunk(chunk: Chunk, settings: RunSettings) -> int:
     """All three stages of a chunk in one task, for a task runner that ships tasks to other
     processes (Dask): the chunk travels once, the worker writes its results to the database
     itself, and only the number of cases comes back."""
-    await pipeline.run_chunk(chunk.works, pipeline.runtime_for(settings))
+    async with chunk_runtime(settings) as runtime:  # this chunk's own event loop: its own runtime
+        await pipeline.run_chunk(chunk.works, runtime)
     done, chunk.works = len(chunk.works), []
     return done

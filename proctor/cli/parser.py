@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+    add_prefect_choice(run)
 
     resume = commands.add_parser(
         "resume", help="finish a run that stopped (killed, crashed, database lost): finished cases are kept"
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--concurrency", type=int, help="cases whose agent runs at once (default: as before)")
     resume.add_argument("--no-progress", action="store_true", help="no progress bar")
     resume.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+    add_prefect_choice(resume)
 
     validate = commands.add_parser(
         "validate", help="check suites (a file or a folder) without running anything"
@@ -129,3 +131,21 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
     schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
     return parser
+
+
+def add_prefect_choice(command: argparse.ArgumentParser) -> None:
+    """Whether the run is a Prefect flow run: by default only when a Prefect API is configured."""
+    choice = command.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--prefect",
+        dest="prefect",
+        action="store_true",
+        default=None,
+        help="always a Prefect flow run (with no PREFECT_API_URL, Prefect starts a temporary server)",
+    )
+    choice.add_argument(
+        "--no-prefect",
+        dest="prefect",
+        action="store_false",
+        help="never a Prefect flow run, even with a Prefect API configured",
+    )

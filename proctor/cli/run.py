@@ -73,8 +73,8 @@ def summary_table(summary: Any, database_url: str) -> None:
 def run_command(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
     quiet_prefect(args.verbose)
-    from proctor.flows.evaluate import EvaluationRequest
     from proctor.loaders import Problem, SuiteError, discover, slug
+    from proctor.models.request import EvaluationRequest
 
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
     bad_meta = [item for item in args.metadata if "=" not in item]
@@ -125,8 +125,9 @@ def plan_request(fields: dict[str, Any], file: str, agent_field: str) -> tuple[A
     from pydantic import ValidationError
 
     from proctor.agents import AgentLoadError
-    from proctor.flows.evaluate import EvaluationRequest, prepare
     from proctor.loaders import Problem, SuiteError
+    from proctor.models.request import EvaluationRequest
+    from proctor.preparation import prepare
 
     try:
         request = EvaluationRequest(**fields)
@@ -144,8 +145,9 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from proctor import progress as events
-    from proctor.flows.evaluate import evaluate
     from proctor.storage import default_database_url
+
+    orchestrated = uses_prefect(args, request)
 
     bar = Progress(
         TextColumn(f"[bold]{Path(request.suite).name}"),
@@ -163,11 +165,14 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         if event == "case_finished":
             tallies["passed" if data["passed"] else "failed"] += 1
             bar.update(task_id, advance=1, **tallies)
+        elif event == "cases_stored":  # chunks on Dask workers: counted in the database
+            tallies.update(passed=data["passed"], failed=data["failed"])
+            bar.update(task_id, completed=data["done"], **tallies)
 
     unsubscribe = events.subscribe(on_event)
     try:
         with bar:
-            summary = asyncio.run(evaluate(request))
+            summary = asyncio.run(start_run(request, orchestrated, args.verbose))
     except Exception as error:
         print(f"error: the run of {request.suite} could not complete: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -189,7 +194,47 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         where = f"{summary.comparison_dir}/comparison.md"
         best = f"[bold]best variant: {summary.best_variant}[/]"
         Console().print(f"{best} · comparison: {where}", highlight=False)
+    if not orchestrated:
+        print(NOT_IN_PREFECT, file=sys.stderr)
     return EXIT_PASSED if summary.all_passed else EXIT_FAILED
+
+
+NOT_IN_PREFECT = (
+    "prefect: not a Prefect flow run (no Prefect API configured), so the Prefect UI will not show "
+    "this run; everything above is stored in the results database. To see runs in the UI: "
+    "`prefect server start`, then `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api` "
+    "(or pass --prefect to use a temporary server)"
+)
+
+
+def uses_prefect(args: argparse.Namespace, request: Any) -> bool:
+    """A Prefect flow run when asked for, or when a Prefect API is configured, or when the run
+    needs Prefect's API anyway (a global concurrency limit); else a run without Prefect, which
+    never waits for a temporary Prefect server to start."""
+    choice = getattr(args, "prefect", None)
+    if choice is not None:
+        return bool(choice)
+    from proctor.prefect_api import configured_api_url
+
+    return bool(configured_api_url()) or bool(request.model_call_limit)
+
+
+async def start_run(request: Any, orchestrated: bool, verbose: bool) -> Any:
+    if orchestrated:
+        from proctor.flows.evaluate import evaluate
+
+        return await evaluate(request)
+    import logging
+
+    from proctor.local_run import evaluate_in_process
+
+    logger = logging.getLogger("proctor")
+    if not logger.handlers:  # what Prefect's console handler shows for a flow run
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s | %(levelname)-7s | %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    return await evaluate_in_process(request)
 
 
 def resume_command(args: argparse.Namespace) -> int:
@@ -197,8 +242,8 @@ def resume_command(args: argparse.Namespace) -> int:
     quiet_prefect(args.verbose)
     from sqlmodel import Session
 
-    from proctor.flows.evaluate import EvaluationRequest
     from proctor.loaders import SuiteError
+    from proctor.models.request import EvaluationRequest
     from proctor.models.tables import RunStatus
     from proctor.storage import default_database_url, get_engine
     from proctor.storage.runs import resume_point

@@ -13,11 +13,12 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from proctor.judges.credentials import redact
+
+if TYPE_CHECKING:
+    import openai
 
 
 class JudgeError(RuntimeError):
@@ -98,6 +99,8 @@ class JudgeClient:
 
     def __init__(self, *, base_url: str | None, api_key: str) -> None:
         self.base_url = base_url
+        import openai  # imported when a model is first called for, not by every run
+
         # max_retries=0: the runner retries, so it can count and report every attempt.
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 
@@ -142,6 +145,8 @@ class JudgeClient:
         timeout_s: float | None = None,
         max_tokens: int | None = None,
     ) -> JudgeReply:
+        import openai  # loaded already: the client was made with it
+
         started = time.perf_counter()
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
         if max_tokens:

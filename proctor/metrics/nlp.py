@@ -17,11 +17,11 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from rouge_score import rouge_scorer
+from rouge_score import rouge_scorer, tokenizers
 from sacrebleu.metrics import BLEU
 
 from proctor.metrics.base import Metric, MetricContext, Score
-from proctor.metrics.response import _Tokenizer, is_mostly_latin
+from proctor.metrics.response import is_mostly_latin, rouge_tokens
 
 
 class ReferenceMetric(Metric):
@@ -65,6 +65,16 @@ class Bleu(ReferenceMetric):
 @lru_cache(maxsize=1)
 def _bleu() -> BLEU:
     return BLEU(effective_order=True)
+
+
+class _Tokenizer(tokenizers.Tokenizer):
+    """rouge-score's own tokenizer function, fed the caching stemmer: same tokens, faster."""
+
+    def __init__(self, use_stemmer: bool) -> None:
+        self.use_stemmer = use_stemmer
+
+    def tokenize(self, text: str) -> list[str]:
+        return rouge_tokens(text, self.use_stemmer)
 
 
 @lru_cache(maxsize=8)

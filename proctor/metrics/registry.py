@@ -1,45 +1,68 @@
 """The explicit metric registry: every metric a suite may name, by name.
 
-Built from one tuple rather than filled as a side effect of imports, so a worker that
-imports only a flow still knows every metric, and two metrics cannot share a name.
+Built from one explicit table (name -> module and class) rather than filled as a side effect
+of imports, so a worker that imports only a flow still knows every metric, two metrics cannot
+share a name, and a metric's module is imported only when a suite names it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
 from proctor.metrics.base import Metric
-from proctor.metrics.budget import BUDGET_METRICS
-from proctor.metrics.compat import COMPAT_METRICS
-from proctor.metrics.deterministic import DETERMINISTIC_METRICS
-from proctor.metrics.efficiency import GoalsAchieved, MaxExecutionTime
-from proctor.metrics.judged import JUDGED_METRICS
-from proctor.metrics.nlp import NLP_METRICS
-from proctor.metrics.response import ResponseMatch
-from proctor.metrics.semantic import SemanticSimilarity
-from proctor.metrics.text import Contains, NotContains
-from proctor.metrics.tools import ToolsCalled, ToolsNotCalled
-from proctor.metrics.trajectory import TrajectoryMatch
 from proctor.models.case import MetricSpec
 
-DEFAULT_METRICS: tuple[type[Metric], ...] = (
-    TrajectoryMatch,
-    ToolsCalled,
-    ToolsNotCalled,
-    Contains,
-    NotContains,
-    ResponseMatch,
-    SemanticSimilarity,
-    MaxExecutionTime,
-    GoalsAchieved,
-    *NLP_METRICS,
-    *DETERMINISTIC_METRICS,
-    *BUDGET_METRICS,
-    *JUDGED_METRICS,
-    *COMPAT_METRICS,
-)
+# Every metric, by name: the module (under proctor.metrics) and class that implement it. A
+# metric's module, and the libraries it needs (NLTK, sacrebleu, the openai client...), load
+# only when a suite uses it.
+METRIC_LOCATIONS: dict[str, str] = {
+    "trajectory_match": "trajectory:TrajectoryMatch",
+    "tools_called": "tools:ToolsCalled",
+    "tools_not_called": "tools:ToolsNotCalled",
+    "contains": "text:Contains",
+    "not_contains": "text:NotContains",
+    "response_match": "response:ResponseMatch",
+    "semantic_similarity": "semantic:SemanticSimilarity",
+    "max_execution_time": "efficiency:MaxExecutionTime",
+    "goals_achieved": "efficiency:GoalsAchieved",
+    "bleu": "nlp:Bleu",
+    "rouge": "nlp:Rouge",
+    "meteor": "nlp:Meteor",
+    "token_f1": "nlp:TokenF1",
+    "exact_match": "nlp:ExactMatch",
+    "regex": "nlp:Regex",
+    "json_valid": "nlp:JsonValid",
+    "equality": "deterministic:Equality",
+    "numeric": "deterministic:Numeric",
+    "code": "deterministic:CodeGrader",
+    "tool_call_count": "budget:ToolCallCount",
+    "token_budget": "budget:TokenBudget",
+    "cost": "budget:Cost",
+    "llm_judge": "judged:LLMJudge",
+    "rubric_based": "judged:RubricBased",
+    "groundedness": "judged:Groundedness",
+    "relevance": "judged:Relevance",
+    "coherence": "judged:Coherence",
+    "fluency": "judged:Fluency",
+    "similarity": "judged:Similarity",
+    "hallucination": "judged:Hallucination",
+    "safety": "judged:Safety",
+    "factual_accuracy": "judged:FactualAccuracy",
+    "geval": "judged:GEval",
+    "tool_trajectory_avg_score": "compat:ToolTrajectoryAvgScore",
+    "response_match_score": "compat:ResponseMatchScore",
+    "final_response_match_v2": "compat:FinalResponseMatchV2",
+    "rubric_based_final_response_quality_v1": "compat:RubricBasedFinalResponseQualityV1",
+    "hallucinations_v1": "compat:HallucinationsV1",
+    "TrajectoryEvaluator": "compat:VannaTrajectoryEvaluator",
+    "OutputEvaluator": "compat:VannaOutputEvaluator",
+    "EfficiencyEvaluator": "compat:VannaEfficiencyEvaluator",
+    "LLMAsJudgeEvaluator": "compat:VannaLLMAsJudgeEvaluator",
+}
 
 
 class MetricConfigError(ValueError):
@@ -47,26 +70,39 @@ class MetricConfigError(ValueError):
 
 
 class MetricRegistry:
-    def __init__(self, metrics: Iterable[type[Metric]]) -> None:
+    """Metric classes by name; given a mapping of names to `module:Class`, each class is
+    imported on first use (and checked to carry the name it is registered under)."""
+
+    def __init__(self, metrics: Iterable[type[Metric]] | Mapping[str, str]) -> None:
         self._by_name: dict[str, type[Metric]] = {}
+        self._locations: dict[str, str] = {}
+        if isinstance(metrics, Mapping):
+            self._locations = dict(metrics)
+            return
         for metric in metrics:
             if metric.name in self._by_name:
                 raise ValueError(f"two metrics are named {metric.name!r}")
             self._by_name[metric.name] = metric
 
     def names(self) -> list[str]:
-        return sorted(self._by_name)
+        return sorted({*self._by_name, *self._locations})
 
     def __contains__(self, name: str) -> bool:
-        return name in self._by_name
+        return name in self._by_name or name in self._locations
 
     def get(self, name: str) -> type[Metric]:
-        try:
-            return self._by_name[name]
-        except KeyError:
-            raise MetricConfigError(
-                f"unknown metric {name!r}; valid metrics are: {', '.join(self.names())}"
-            ) from None
+        metric = self._by_name.get(name)
+        if metric is not None:
+            return metric
+        location = self._locations.get(name)
+        if location is None:
+            raise MetricConfigError(f"unknown metric {name!r}; valid metrics are: {', '.join(self.names())}")
+        module, _, attribute = location.partition(":")
+        metric = getattr(importlib.import_module(f"proctor.metrics.{module}"), attribute)
+        if metric.name != name:
+            raise ValueError(f"metric {location} is named {metric.name!r}, registered as {name!r}")
+        self._by_name[name] = metric
+        return metric
 
     def build(self, spec: MetricSpec) -> Metric:
         """The configured metric for `spec`; bad arguments name the metric and the field."""
@@ -81,4 +117,11 @@ class MetricRegistry:
             raise MetricConfigError(f"metric {spec.name!r}: {problems}") from None
 
 
-REGISTRY = MetricRegistry(DEFAULT_METRICS)
+REGISTRY = MetricRegistry(METRIC_LOCATIONS)
+
+
+def __getattr__(name: str) -> Any:
+    """`DEFAULT_METRICS`, every metric class, is built on first use: it imports them all."""
+    if name == "DEFAULT_METRICS":
+        return tuple(REGISTRY.get(metric) for metric in METRIC_LOCATIONS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

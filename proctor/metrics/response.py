@@ -3,34 +3,33 @@
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from functools import lru_cache
 
-from nltk.stem.porter import PorterStemmer
-from rouge_score import rouge_scorer, tokenize, tokenizers
+from rouge_score.tokenize import tokenize
 
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.metrics.porter import PorterStemmer
 
 
-class _CachedStemmer:
-    """Porter stemming dominates ROUGE's cost; words repeat, so their stems are cached."""
+class CachedStemmer:
+    """Porter stemming dominates ROUGE's cost; words repeat, so their stems are cached.
+
+    The stemmer is NLTK's, copied (`proctor.metrics.porter`): importing NLTK itself loads
+    numpy, scipy, pandas and scikit-learn."""
 
     def __init__(self) -> None:
         self.stem = lru_cache(maxsize=100_000)(PorterStemmer().stem)
 
 
-class _Tokenizer(tokenizers.Tokenizer):
-    """rouge-score's own tokenizer function, fed the caching stemmer: same tokens, faster."""
-
-    def __init__(self, use_stemmer: bool) -> None:
-        self._stemmer = _CachedStemmer() if use_stemmer else None
-
-    def tokenize(self, text: str) -> list[str]:
-        return tokenize.tokenize(text, self._stemmer)
+@lru_cache(maxsize=1)
+def cached_stemmer() -> CachedStemmer:
+    return CachedStemmer()
 
 
-@lru_cache(maxsize=2)
-def _rouge1_scorer(use_stemmer: bool) -> rouge_scorer.RougeScorer:
-    return rouge_scorer.RougeScorer(["rouge1"], tokenizer=_Tokenizer(use_stemmer))
+def rouge_tokens(text: str, use_stemmer: bool) -> list[str]:
+    """rouge-score's own tokenizer function (lower-cased, alphanumeric, stemmed past 3 letters)."""
+    return tokenize(text, cached_stemmer() if use_stemmer else None)
 
 
 def is_mostly_latin(text: str) -> bool:
@@ -45,13 +44,20 @@ def is_mostly_latin(text: str) -> bool:
 
 
 def rouge1_fmeasure(candidate: str, reference: str) -> float:
-    """ROUGE-1 F-measure as ADK's `response_match_score` computes it.
+    """ROUGE-1 F-measure as ADK's `response_match_score` computes it (rouge-score's
+    `RougeScorer(["rouge1"], use_stemmer=True)`, its arithmetic repeated here so that its
+    module, which imports NLTK and numpy, is not loaded).
 
     The Porter stemmer is English-only, so, like ADK, it is used only when both texts
     are mostly Latin script.
     """
     use_stemmer = is_mostly_latin(candidate) and is_mostly_latin(reference)
-    return _rouge1_scorer(use_stemmer).score(target=reference, prediction=candidate)["rouge1"].fmeasure
+    target = Counter(rouge_tokens(reference, use_stemmer))
+    prediction = Counter(rouge_tokens(candidate, use_stemmer))
+    overlap = sum(min(count, prediction[token]) for token, count in target.items())
+    precision = overlap / max(sum(prediction.values()), 1)
+    recall = overlap / max(sum(target.values()), 1)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
 class ResponseMatch(Metric):

@@ -1,0 +1,144 @@
+"""A run without Prefect: the flow's steps called in this process, Prefect never imported.
+
+`proctor run` takes this path when no Prefect API is configured, instead of starting a
+temporary Prefect server (7-14 s on a quiet 2-core machine, and on a busy one it may not
+start at all). The run is stored, reported and notified exactly as a flow run is (the same
+`proctor.engine` code); only the Prefect UI does not see it: no flow run, task runs or
+artifacts, and `flow_run_id` is empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from proctor import pipeline
+from proctor.chunking import Chunk
+from proctor.engine import SubmitChunk, evaluate_request
+from proctor.models.notify import SlackSettings
+from proctor.models.request import EvaluationRequest, RunSummary
+from proctor.models.tables import EvalRun, RunStatus
+from proctor.runtime import RunSettings, chunk_runtime, runtime_for
+from proctor.steps import (
+    close_run,
+    compare_with_baseline,
+    render_reports,
+    send_notification,
+    write_comparison_files,
+)
+
+log = logging.getLogger("proctor.run")
+
+
+class LocalSteps:
+    """Each step of a run as a plain call (blocking database work on a thread)."""
+
+    def __init__(self) -> None:
+        self.logger = log
+        self.flow_run_id: str | None = None
+
+    async def run_chunk(self, chunk: Chunk, settings: RunSettings) -> None:
+        await pipeline.run_chunk(chunk.works, runtime_for(settings))
+        chunk.works = []
+
+    @contextlib.contextmanager
+    def dask(self, address: str) -> Iterator[SubmitChunk]:
+        with dask_client(address) as client:
+
+            async def submit(chunk: Chunk, settings: RunSettings) -> None:
+                future = client.submit(run_chunk_on_worker, chunk, settings, pure=False)
+                await asyncio.to_thread(future.result)
+
+            yield submit
+
+    async def finalize_run(
+        self, database_url: str, run_id: uuid.UUID, status: RunStatus, error: str | None
+    ) -> EvalRun:
+        return await asyncio.to_thread(
+            close_run, database_url=database_url, run_id=run_id, status=status, error=error
+        )
+
+    async def compare_with_baseline(
+        self, database_url: str, run_id: uuid.UUID, baseline: uuid.UUID | None, significance: float
+    ) -> Any:
+        return await asyncio.to_thread(
+            compare_with_baseline,
+            database_url=database_url,
+            run_id=run_id,
+            pinned_baseline=baseline,
+            significance=significance,
+        )
+
+    async def render_reports(self, database_url: str, run_id: uuid.UUID, directory: str) -> None:
+        await asyncio.to_thread(
+            render_reports, database_url=database_url, run_id=run_id, directory=Path(directory)
+        )
+
+    async def publish_artifacts(self, database_url: str, run_id: uuid.UUID, report_dir: str | None) -> None:
+        """Artifacts live in Prefect's API; without one there is nowhere to publish them."""
+
+    async def notify(
+        self, database_url: str, run_id: uuid.UUID, slack: SlackSettings, regression: Any, report_root: str
+    ) -> Any:
+        result = await asyncio.to_thread(
+            send_notification,
+            database_url=database_url,
+            run_id=run_id,
+            settings=slack,
+            regression=regression,
+            report_root=Path(report_root),
+        )
+        if result.status in ("failed", "partial"):
+            log.error(
+                "Slack notification %s: %s (results and reports are stored)", result.status, result.error
+            )
+        else:
+            log.info("Slack notification %s", result.status)
+        return result
+
+    async def write_comparison(self, database_url: str, run_ids: list[uuid.UUID], directory: str) -> Any:
+        return await asyncio.to_thread(
+            write_comparison_files, database_url=database_url, run_ids=run_ids, directory=Path(directory)
+        )
+
+
+async def evaluate_in_process(request: EvaluationRequest) -> RunSummary:
+    """What the `proctor-evaluate` flow does, without Prefect: same rows, reports, Slack."""
+    return await evaluate_request(request, LocalSteps())
+
+
+def run_chunk_on_worker(chunk: Chunk, settings: RunSettings) -> int:
+    """On a Dask worker: one chunk in an event loop of its own, with a runtime of its own
+    (nothing bound to an earlier chunk's loop), its results stored by the worker itself."""
+
+    async def run() -> int:
+        async with chunk_runtime(settings) as runtime:
+            await pipeline.run_chunk(chunk.works, runtime)
+        return len(chunk.works)
+
+    return asyncio.run(run())
+
+
+@contextlib.contextmanager
+def dask_client(address: str) -> Iterator[Any]:
+    """A Dask client of a local cluster of worker processes (`local` / `local:N`), or of the
+    scheduler at `address`."""
+    from distributed import Client, LocalCluster
+
+    if address == "local" or address.startswith("local:"):
+        workers = int(address.partition(":")[2] or 2)
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            yield client
+    else:
+        with Client(address) as client:
+            yield client

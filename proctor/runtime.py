@@ -1,0 +1,192 @@
+"""The live objects a run's stages share in one process: agent, concurrency limit, writer,
+metrics and judge clients.
+
+An asyncio semaphore and a judge's HTTP client belong to the event loop they were first used
+on. In-process, a run's chunks share one loop, so one `Runtime` serves them all; on a Dask
+worker every chunk runs in an event loop of its own, so each chunk gets its own `Runtime`
+(`chunk_runtime`), closed when the chunk ends. `runtime_for` keys its cache by run *and*
+loop, so nothing loop-bound can ever be handed to another loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from proctor import progress
+from proctor.agents import AgentInvoker, load_target
+from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
+from proctor.metrics import REGISTRY, BoundMetric
+from proctor.models.case import MetricSpec
+from proctor.models.holodeck import LLMProvider
+from proctor.storage import get_engine, get_writer
+from proctor.storage.writer import ResultWriter
+
+if TYPE_CHECKING:
+    from proctor.pipeline import CaseWork
+
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
+DEFAULT_JUDGE_TIMEOUT_S = 120.0
+
+
+class RunSettings(BaseModel):
+    """What every stage needs to know about its run; plain data, so it crosses processes."""
+
+    run_id: uuid.UUID
+    database_url: str
+    agent: str
+    suite_dir: str
+    concurrency: int = Field(default=8, ge=1)
+    agent_timeout_s: float | None = Field(default=300.0, gt=0)
+    judge_cache: bool = True
+    model_call_limit: str | None = None
+    case_timeout_s: float | None = Field(default=None, gt=0)
+
+
+@dataclass
+class Runtime:
+    """The live objects of a run in this process: agent, concurrency limit, writer."""
+
+    settings: RunSettings
+    invoker: AgentInvoker
+    limiter: asyncio.Semaphore
+    writer: ResultWriter
+    _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
+    _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
+
+    def bind(self, spec: MetricSpec) -> BoundMetric:
+        """The metric for a spec, built once per run: cases of a suite share their specs."""
+        cached = self._metrics.get(id(spec))
+        if cached is None or cached[0] is not spec:
+            metric = REGISTRY.build(spec)
+            judge = self._judge_for(spec) if metric.kind == "llm" else None
+            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge))
+        return cached[1]
+
+    def model_gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A slot of the Prefect global concurrency limit on model calls, when one is named:
+        it caps agent and judge calls across every worker; this process's own cap is the
+        run's concurrency. Prefect is imported only then, so plain runs stay Prefect-free."""
+        name = self.settings.model_call_limit
+        if not name:
+            return contextlib.nullcontext()
+        from prefect.concurrency.asyncio import concurrency
+
+        return concurrency(name, occupy=1, strict=True)
+
+    @property
+    def _judge_cache(self) -> JudgeCache | None:
+        return JudgeCache(self.writer.engine) if self.settings.judge_cache else None
+
+    def simulator(self, model: str) -> Judge:
+        """The model playing the user, through the same client and cache as judges."""
+        return self._judge_for(
+            MetricSpec(name="user_simulator", model=LLMProvider(name=model), timeout_ms=120_000)
+        )
+
+    def _judge_for(self, spec: MetricSpec) -> Judge:
+        """The judge a spec names (its model, else the default), sharing one client per endpoint."""
+        provider = spec.model
+        base_url, api_key = resolve_base_url(provider), resolve_api_key(provider)
+        client = self._judge_clients.get((base_url, api_key))
+        if client is None:
+            client = self._judge_clients[(base_url, api_key)] = JudgeClient(
+                base_url=base_url, api_key=api_key
+            )
+        return Judge.for_spec(
+            spec,
+            client,
+            self._judge_cache,
+            default_model=DEFAULT_JUDGE_MODEL,
+            timeout_s=DEFAULT_JUDGE_TIMEOUT_S,
+        )
+
+    async def save(self, work: CaseWork) -> None:
+        await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)
+        if work.outcome.state.is_final:
+            progress.publish(
+                "case_finished",
+                run_id=self.settings.run_id,
+                case_id=work.case.case_id,
+                state=work.outcome.state.value,
+                passed=work.outcome.passed,
+            )
+
+    async def aclose(self) -> None:
+        """Let go of the agent's threads and the judges' connections (on their own loop)."""
+        self.invoker.close()
+        clients, self._judge_clients = list(self._judge_clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+
+def new_runtime(settings: RunSettings) -> Runtime:
+    return Runtime(
+        settings=settings,
+        invoker=AgentInvoker(
+            load_target(settings.agent),
+            max_threads=settings.concurrency,
+            timeout_s=settings.agent_timeout_s,
+        ),
+        limiter=asyncio.Semaphore(settings.concurrency),
+        writer=get_writer(get_engine(settings.database_url)),
+    )
+
+
+_runtimes: dict[tuple[uuid.UUID, asyncio.AbstractEventLoop | None], Runtime] = {}
+
+
+def runtime_for(settings: RunSettings) -> Runtime:
+    """The run's runtime on this event loop, made on first use by any of its chunks."""
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:  # made before its loop starts (tests, embedding code): bound on first use
+        loop = None
+    key = (settings.run_id, loop)
+    runtime = _runtimes.get(key)
+    if runtime is None:
+        runtime = _runtimes[key] = new_runtime(settings)
+    return runtime
+
+
+@contextlib.asynccontextmanager
+async def chunk_runtime(settings: RunSettings) -> AsyncIterator[Runtime]:
+    """A runtime of one chunk's own, closed with it: what a Dask worker uses, where each
+    chunk runs in a new event loop and a worker may run many chunks of one run."""
+    runtime = new_runtime(settings)
+    try:
+        yield runtime
+    finally:
+        await runtime.aclose()
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def release_runtime(run_id: uuid.UUID) -> None:
+    """Let go of a run's agent threads and judge connections.
+
+    A worker runs flow after flow in one process: judge clients left open keep their
+    keep-alive connections (and the server's side of them) until garbage collection. They are
+    closed on the loop they were opened on when it is the running one; else it is gone already.
+    """
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    for key in [key for key in _runtimes if key[0] == run_id]:
+        runtime = _runtimes.pop(key)
+        if running is not None and key[1] in (running, None):
+            task = running.create_task(runtime.aclose())
+            _closing.add(task)
+            task.add_done_callback(_closing.discard)
+        else:
+            runtime.invoker.close()
+            runtime._judge_clients = {}
