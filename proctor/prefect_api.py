@@ -24,6 +24,11 @@ def configured_api_url() -> str | None:
 
         url = get_current_settings().api.url
         return str(url) if url else None
+    return api_url_from_sources()
+
+
+def api_url_from_sources() -> str | None:
+    """The API URL from the environment and the files Prefect reads, in Prefect's order."""
     return (
         os.environ.get("PREFECT_API_URL")
         or _dotenv("PREFECT_API_URL")

@@ -76,3 +76,19 @@ def test_every_default_metric_is_described(metric) -> None:
     assert REGISTRY.get(metric.name) is metric
     assert metric.summary.strip()
     assert 0.0 <= metric.default_threshold <= 1.0
+
+
+def test_a_metric_module_is_imported_only_when_a_suite_names_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from proctor.metrics import REGISTRY; from proctor.models.case import MetricSpec; "
+        "before = {m for m in sys.modules if m.startswith('proctor.metrics.')}; "
+        "REGISTRY.build(MetricSpec(name='bleu')); "
+        "print(sorted(before), 'sacrebleu' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    before, bleu_loaded = done.stdout.strip().rsplit(" ", 1)
+    assert "proctor.metrics.nlp" not in before and "proctor.metrics.judged" not in before, done.stderr
+    assert bleu_loaded == "True"
