@@ -19,11 +19,12 @@ from typing import Any
 
 from proctor import pipeline
 from proctor.chunking import Chunk
+from proctor.dask_chunks import run_chunk_on_worker
 from proctor.engine import SubmitChunk, evaluate_request
 from proctor.models.notify import SlackSettings
 from proctor.models.request import EvaluationRequest, RunSummary
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.runtime import RunSettings, chunk_runtime, runtime_for
+from proctor.runtime import RunSettings, runtime_for
 from proctor.steps import (
     close_run,
     compare_with_baseline,
@@ -110,18 +111,6 @@ class LocalSteps:
 async def evaluate_in_process(request: EvaluationRequest) -> RunSummary:
     """What the `proctor-evaluate` flow does, without Prefect: same rows, reports, Slack."""
     return await evaluate_request(request, LocalSteps())
-
-
-def run_chunk_on_worker(chunk: Chunk, settings: RunSettings) -> int:
-    """On a Dask worker: one chunk in an event loop of its own, with a runtime of its own
-    (nothing bound to an earlier chunk's loop), its results stored by the worker itself."""
-
-    async def run() -> int:
-        async with chunk_runtime(settings) as runtime:
-            await pipeline.run_chunk(chunk.works, runtime)
-        return len(chunk.works)
-
-    return asyncio.run(run())
 
 
 @contextlib.contextmanager

@@ -54,18 +54,21 @@ def watch_stored_cases(database_url: str, run_id: uuid.UUID, interval_s: float =
 
     def poll() -> None:
         last = (start_done, start_passed)
-        while not stop.wait(interval_s):
+        while True:
+            stopping = stop.wait(interval_s)
             try:
                 counts = stored_counts(database_url, run_id)
             except Exception as error:
                 log.debug("progress not read: %s", error)
-                continue
+                counts = last
             if counts != last:
                 last = counts
                 done, passed = counts[0] - start_done, counts[1] - start_passed
                 progress.publish(
                     "cases_stored", run_id=run_id, done=done, passed=passed, failed=done - passed
                 )
+            if stopping:  # the last count is published too
+                return
 
     watcher = threading.Thread(target=poll, name="proctor-progress", daemon=True)
     watcher.start()

@@ -11,7 +11,8 @@ from prefect.cache_policies import NONE
 
 from proctor import pipeline
 from proctor.chunking import Chunk
-from proctor.runtime import RunSettings, chunk_runtime
+from proctor.dask_chunks import run_chunk_alone
+from proctor.runtime import RunSettings
 
 __all__ = ["Chunk", "evaluate_chunk", "run_chunk"]
 
@@ -50,8 +51,5 @@ async def run_chunk(chunk: Chunk, settings: RunSettings) -> None:
 async def evaluate_chunk(chunk: Chunk, settings: RunSettings) -> int:
     """All three stages of a chunk in one task, for a task runner that ships tasks to other
     processes (Dask): the chunk travels once, the worker writes its results to the database
-    itself, and only the number of cases comes back."""
-    async with chunk_runtime(settings) as runtime:  # this chunk's own event loop: its own runtime
-        await pipeline.run_chunk(chunk.works, runtime)
-    done, chunk.works = len(chunk.works), []
-    return done
+    itself (skipping any a killed worker had stored), and only the number of cases run comes back."""
+    return await run_chunk_alone(chunk, settings)

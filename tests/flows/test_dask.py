@@ -1,5 +1,7 @@
-"""The same flow on a Dask cluster (Prefect's DaskTaskRunner): chunks run in worker
-processes, which write their results to the one database; each case is stored once."""
+"""The same run on a Dask cluster, as a Prefect flow run (Prefect's DaskTaskRunner) and without
+Prefect (a plain Dask client): chunks run in worker processes, each worker several chunks of
+one run, each chunk larger than --concurrency; every case is stored once, progress is read back
+from the database, and a killed worker costs no stored result."""
 
 from __future__ import annotations
 
@@ -11,22 +13,27 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, func, select
 
-from proctor.cli import EXIT_BAD_INPUT, main
+from proctor import progress
+from proctor.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, main
 from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.local_run import evaluate_in_process
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
 from tests.factories import echo_suite
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
-CASES = 40
+CASES, CHUNK, CONCURRENCY = 60, 10, 2  # 6 chunks for 2 workers, 10 cases each at 2 at once
 AGENT = """
-import os, time
+import os, signal, time
+from pathlib import Path
 
 def agent(request):
     with open(os.environ["CALL_LOG"], "a") as handle:
         handle.write(f"{request.case_id} {os.getpid()}\\n")
-    time.sleep(0.05)
+    if request.case_id == "c25" and Path(os.environ["CALL_LOG"] + ".kill").exists():
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker process dies mid-chunk
+    time.sleep(0.02)
     return "answer " + request.input
 """
 
@@ -35,36 +42,106 @@ def _suite(folder: Path) -> Path:
     return echo_suite(folder, name="dask", cases=CASES, agent=AGENT, fails=lambda i: i % 5 == 0)
 
 
-def test_a_suite_on_a_local_dask_cluster_stores_every_result_once(
-    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+def _calls(log: Path) -> list[list[str]]:
+    return [line.split() for line in log.read_text().splitlines()]
+
+
+def _stored(database_url: str, run_id: object) -> tuple[EvalRun, list[str], int]:
+    with Session(get_engine(database_url)) as session:
+        run = session.get(EvalRun, run_id)
+        rows = session.exec(select(CaseResultRow.case_id).where(CaseResultRow.run_id == run_id)).all()
+        metrics = session.exec(
+            select(func.count()).select_from(MetricResultRow).where(MetricResultRow.run_id == run_id)
+        ).one()
+    return run, sorted(rows), metrics
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.mark.parametrize("orchestration", ["prefect", "none"])
+def test_several_chunks_per_worker_store_every_result_once(
+    tmp_path: Path, database: str, orchestration: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "calls.log"
     monkeypatch.setenv("CALL_LOG", str(log))
     request = EvaluationRequest(
         suite=str(_suite(tmp_path)),
-        database_url=postgres_url,
+        database_url=database,
         report_dir=str(tmp_path / "r"),
-        chunk_size=4,
+        chunk_size=CHUNK,
+        concurrency=CONCURRENCY,
         dask_address="local:2",
     )
-    summary = asyncio.run(evaluate(request))
-    assert (summary.total, summary.passed, summary.failed) == (CASES, 32, 8)
+    seen: list[int] = []
+    unsubscribe = progress.subscribe(
+        lambda event, data: seen.append(data["done"]) if event == "cases_stored" else None
+    )
+    try:
+        run = evaluate if orchestration == "prefect" else evaluate_in_process
+        summary = asyncio.run(run(request))
+    finally:
+        unsubscribe()
+    assert (summary.total, summary.passed, summary.failed) == (CASES, 48, 12)
 
-    calls = [line.split() for line in log.read_text().splitlines()]
-    workers = {pid for _, pid in calls}
-    assert len(workers) == 2 and str(os.getpid()) not in workers  # two worker processes did the work
+    calls = _calls(log)
+    per_worker = Counter(pid for _, pid in calls)
+    assert len(per_worker) == 2 and str(os.getpid()) not in per_worker  # two worker processes did the work
+    assert all(count > CHUNK for count in per_worker.values())  # each ran more than one chunk
     assert Counter(case for case, _ in calls) == {f"c{i:02d}": 1 for i in range(CASES)}
 
-    with Session(get_engine(postgres_url)) as session:
-        run = session.get(EvalRun, summary.run_id)
-        assert run.status is RunStatus.COMPLETED and run.total_cases == CASES
-        rows = session.exec(select(CaseResultRow.case_id).where(CaseResultRow.run_id == run.id)).all()
-        assert sorted(rows) == [f"c{i:02d}" for i in range(CASES)]  # each case once
-        metrics = session.exec(
-            select(func.count()).select_from(MetricResultRow).where(MetricResultRow.run_id == run.id)
-        ).one()
-        assert metrics == CASES
-    assert "**Tests**: 32 passed, 8 failed" in (tmp_path / "r" / "report.md").read_text()
+    stored, rows, metrics = _stored(database, summary.run_id)
+    assert stored.status is RunStatus.COMPLETED and stored.total_cases == CASES
+    assert rows == [f"c{i:02d}" for i in range(CASES)] and metrics == CASES  # each case once
+    assert "**Tests**: 48 passed, 12 failed" in (tmp_path / "r" / "report.md").read_text()
+    assert seen and seen == sorted(seen) and seen[-1] == CASES  # progress, read from the database
+
+
+def test_a_killed_worker_loses_no_stored_result_and_the_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """c25's agent kills its worker each time while the marker exists: Dask runs the chunk again
+    (skipping what it stored) until it gives up; the run stops with exit 3, and `proctor resume`
+    runs only what is missing."""
+    import dask
+
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("CALL_LOG", str(log))
+    Path(f"{log}.kill").touch()
+    database = f"sqlite:///{tmp_path / 'results.db'}"
+    suite = _suite(tmp_path)
+    args = ["--db", database, "--chunk-size", str(CHUNK), "--concurrency", str(CONCURRENCY), "--no-progress"]
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        code = main(["run", str(suite), *args, "--dask-address", "local:2", "--no-prefect"])
+    assert code == EXIT_ERROR
+    assert "proctor resume" in capsys.readouterr().err
+    with Session(get_engine(database)) as session:
+        run = session.exec(select(EvalRun)).one()
+    stored_before, rows_before, _ = _stored(database, run.id)
+    assert (
+        stored_before.status is RunStatus.FAILED
+        and "c25" not in rows_before
+        and len(rows_before) >= CASES - CHUNK
+    )
+    calls_before = Counter(case for case, _ in _calls(log))
+    assert calls_before["c25"] == 2  # its chunk ran twice: once more after the first kill
+    # Run again, the chunk called no agent whose result it had stored: only c25 and the cases
+    # in flight beside it when its worker died (at most concurrency - 1 per kill) were called twice.
+    twice = {case for case, count in calls_before.items() if count > 1} - {"c25"}
+    assert twice <= {f"c{i}" for i in range(20, 30)} and len(twice) <= 2 * (CONCURRENCY - 1)
+
+    Path(f"{log}.kill").unlink()
+    assert main(["resume", str(run.id)[:8], "--db", database, "--no-progress", "--no-prefect"]) == EXIT_FAILED
+    stored, rows, metrics = _stored(database, run.id)
+    assert stored.status is RunStatus.COMPLETED and stored.passed_cases == 48
+    assert rows == [f"c{i:02d}" for i in range(CASES)] and metrics == CASES
+    calls = Counter(case for case, _ in _calls(log))
+    assert all(calls[case] == calls_before[case] for case in rows_before)  # resume ran only what was missing
+    assert set(calls) == {f"c{i:02d}" for i in range(CASES)}
 
 
 def test_a_bad_dask_address_is_an_input_error(tmp_path: Path, capsys) -> None:
