@@ -1,4 +1,4 @@
-"""Proctor against its peers on one zero-latency workload: Inspect AI, DeepEval, promptfoo.
+"""Proctor against its peers on one zero-latency workload: pydantic-evals, Inspect AI, DeepEval, promptfoo.
 
 The same N cases (default 1,000) go through each framework: every case is an input string and
 an expected output, the "agent" returns its input at once (the expected output equals the
@@ -8,6 +8,8 @@ the framework persists it:
   proctor    `proctor run SUITE --db sqlite:///… --output DIR` on a generated agentflow
              `.evalset.json` with an echo agent module and the `equality` metric: every case and
              metric row in a fresh SQLite database, plus the five reports Proctor always renders
+  pydantic-evals  `Dataset.evaluate_sync(task)` with the `EqualsExpected` evaluator, from a small
+             driver script (it has no command of its own); it keeps its report in memory
   inspect    `inspect eval task.py`: the `mockllm/model` with scripted outputs (a function
              returning the sample's expected output), `generate()`, the `exact()` scorer; the
              `.eval` log file
@@ -21,8 +23,10 @@ Each framework is measured three ways, each the median of --repeats runs:
   command         wall time of the whole command as a subprocess (interpreter start-up, imports,
                   the run, exit)
   in-process      the evaluation call alone, timed inside a driver process after the imports
-                  (Proctor: `proctor.flows.evaluate.evaluate`; Inspect: `inspect_ai.eval`; DeepEval:
-                  `evaluate`, test-case construction included; promptfoo: its Node API `evaluate`)
+                  (Proctor: `proctor.local_run.evaluate_in_process`, what `proctor run` runs with
+                  no Prefect server; pydantic-evals: `Dataset.evaluate_sync`; Inspect:
+                  `inspect_ai.eval`; DeepEval: `evaluate`, test-case construction included;
+                  promptfoo: its Node API `evaluate`)
   in-process warm a second evaluation in the same driver process, after a pause: what is left once
                   one-time costs (Prefect's ephemeral API start, lazy imports, DB migrations) are
                   paid
@@ -31,14 +35,20 @@ and the ratio printed is Proctor's per-case time divided by the peer's, for the 
 Every framework runs once on 10 cases first, untimed, and the frameworks take turns within each
 repeat. All runs go through one concurrency setting (--concurrency, default 32).
 
-Peers are found, never installed: Python peers in --peer-python (or $PROCTOR_PEER_PYTHON), promptfoo
-at --promptfoo (or $PROCTOR_PROMPTFOO); neither has a default tied to a machine's folders. A
-missing or unnamed one is skipped with
-a note. Telemetry, sharing and update checks are switched off for all of them; Prefect gets a
+Peers are found, never installed: Python peers (pydantic-evals, Inspect AI, DeepEval) in the Python
+named by --peer-python or $PROCTOR_PEER_PYTHON, promptfoo at --promptfoo or $PROCTOR_PROMPTFOO;
+neither has a default tied to a machine's folders. A missing or unnamed one is skipped with a note.
+
+First, Proctor's bundled 5-case example as a user runs it (`proctor run
+examples/weather/weather.evalset.json`, whole command, median of --example-repeats): with no Prefect
+server configured, and against a running one (--prefect-api-url URL, or --start-server to start one).
+
+Telemetry, sharing and update checks are switched off for all of them; Prefect gets a
 temporary PREFECT_HOME.
 
-Usage: python bench/peers.py [--cases 1000] [--repeats 3] [--concurrency 32]
-                             [--peer-python PATH] [--promptfoo PATH] [--only NAME,...] [--keep]
+Usage: python bench/peers.py [--cases 5,100,1000] [--repeats 3] [--concurrency 32]
+                             [--peer-python PATH] [--promptfoo PATH] [--only NAME,...]
+                             [--start-server | --prefect-api-url URL] [--keep]
 """
 
 from __future__ import annotations
@@ -55,15 +65,18 @@ import sys
 import tempfile
 import textwrap
 import time
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 WARMUP_CASES = 10
+PEER_PYTHON_ENV = "PROCTOR_PEER_PYTHON"  # a Python with inspect-ai, deepeval, pydantic-evals
+PROMPTFOO_ENV = "PROCTOR_PROMPTFOO"  # promptfoo's command (node_modules/.bin/promptfoo)
+EXAMPLE = PROJECT / "examples" / "weather" / "weather.evalset.json"
 RESULT_PREFIX = "PEERS_RESULT "
 MEASURES = ("command", "in-process", "in-process warm")
-FRAMEWORKS = ("proctor", "inspect", "deepeval", "promptfoo")
+FRAMEWORKS = ("proctor", "pydantic-evals", "inspect", "deepeval", "promptfoo")
 
 # Nothing may phone home; variables that would load telemetry hooks are removed.
 QUIET_ENV = {
@@ -98,7 +111,8 @@ import asyncio, json, sys, time
 
 project, suite, work, runs, concurrency, settle = sys.argv[1:7]
 started = time.perf_counter()
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.local_run import evaluate_in_process as evaluate  # what `proctor run` does with no server
+from proctor.models.request import EvaluationRequest
 import_s = time.perf_counter() - started
 results = []
 for k in range(int(runs)):
@@ -178,6 +192,43 @@ for k in range(int(runs)):
     log = logs[0]
     total = log.results.total_samples if log.results else 0
     results.append({"seconds": seconds, "total": total, "passed": passed(log), "status": log.status})
+print("PEERS_RESULT " + json.dumps({"import_s": import_s, "runs": results}), flush=True)
+"""
+
+PYDANTIC_EVALS_DRIVER = """
+import json, sys, time
+
+cases_file, runs, concurrency, settle = sys.argv[1:5]
+started = time.perf_counter()
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import EqualsExpected
+import_s = time.perf_counter() - started
+
+
+async def echo(text: str) -> str:
+    return text
+
+
+results = []
+for k in range(int(runs)):
+    if k:
+        time.sleep(float(settle))
+    started = time.perf_counter()
+    cases = json.load(open(cases_file))
+    dataset = Dataset(
+        cases=[
+            Case(name=f"case_{i}", inputs=c["input"], expected_output=c["expected"])
+            for i, c in enumerate(cases)
+        ],
+        evaluators=[EqualsExpected()],
+    )
+    report = dataset.evaluate_sync(echo, max_concurrency=int(concurrency), progress=False)
+    seconds = time.perf_counter() - started
+    passed = sum(
+        1 for case in report.cases
+        if case.assertions and all(a.value is True for a in case.assertions.values())
+    )
+    results.append({"seconds": seconds, "total": len(report.cases) + len(report.failures), "passed": passed})
 print("PEERS_RESULT " + json.dumps({"import_s": import_s, "runs": results}), flush=True)
 """
 
@@ -542,6 +593,35 @@ class DeepEval(Framework):
 
 
 @dataclass
+class PydanticEvals(Framework):
+    """pydantic-evals keeps its report in memory (it persists nothing unless Logfire is set up)."""
+
+    python: str = ""
+    concurrency: int = 32
+    settle: float = 4.0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def _driver(self, workload: Path, out: Path, runs: int) -> tuple[float, dict]:
+        driver = out / "pydantic_evals_driver.py"
+        driver.write_text(PYDANTIC_EVALS_DRIVER)
+        args = [str(workload / "cases.json"), str(runs), str(self.concurrency), str(self.settle)]
+        seconds, output, code = run(
+            [self.python, str(driver), *args], cwd=out, env=self.env, timeout=self.timeout * runs
+        )
+        return seconds, driver_result(output, code)
+
+    def command(self, workload: Path, out: Path, cases: int) -> float:
+        # `evaluate_sync` has no command of its own: the command is the driver, one run.
+        seconds, result = self._driver(workload, out, 1)
+        first = result["runs"][0]
+        check_all_passed("pydantic-evals", first["total"], first["passed"], cases)
+        return seconds
+
+    def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:
+        return self._driver(workload, out, runs)[1]
+
+
+@dataclass
 class Promptfoo(Framework):
     cli: str = ""
     node: str = ""
@@ -660,21 +740,33 @@ def discover(args: argparse.Namespace, tmp: Path) -> list[Framework]:
         else:
             print(f"note: Proctor skipped: no {python} with a `proctor` command beside it")
 
-    peer_python = Path(args.peer_python or "/nonexistent/peer-python")
-    if wanted & {"inspect", "deepeval"} and not args.peer_python:
-        print("note: Inspect AI and DeepEval skipped: name their Python (--peer-python)")
-        wanted = wanted - {"inspect", "deepeval"}
-    if wanted & {"inspect", "deepeval"}:
+    peer_python = Path(args.peer_python) if args.peer_python else None
+    if wanted & {"inspect", "deepeval", "pydantic-evals"}:
         versions: dict[str, str | None] = {}
-        if peer_python.exists():
+        if peer_python is None:
+            print(f"note: no --peer-python (or ${PEER_PYTHON_ENV}): Python peers skipped")
+        elif peer_python.exists():
             try:
-                versions = python_versions(str(peer_python), ["inspect_ai", "deepeval"])
+                versions = python_versions(str(peer_python), ["inspect_ai", "deepeval", "pydantic-evals"])
             except (RunFailed, OSError, subprocess.TimeoutExpired) as exc:
                 print(f"note: could not ask {peer_python} for its packages: {exc}")
         else:
-            print(f"note: {peer_python} does not exist: Inspect AI and DeepEval skipped")
+            print(f"note: {peer_python} does not exist: Python peers skipped")
         env = base_env()
-        if "inspect" in wanted and peer_python.exists():
+        if "pydantic-evals" in wanted and peer_python and peer_python.exists():
+            if versions.get("pydantic-evals"):
+                found.append(
+                    PydanticEvals(
+                        "pydantic-evals",
+                        versions["pydantic-evals"],
+                        python=str(peer_python),
+                        env=env,
+                        **common,  # type: ignore[arg-type]
+                    )
+                )
+            else:
+                print(f"note: pydantic-evals skipped: not installed in {peer_python}")
+        if "inspect" in wanted and peer_python and peer_python.exists():
             if versions.get("inspect_ai"):
                 script = peer_python.parent / "inspect"
                 cli = [str(script)] if script.exists() else [str(peer_python), "-m", "inspect_ai"]
@@ -690,7 +782,7 @@ def discover(args: argparse.Namespace, tmp: Path) -> list[Framework]:
                 )
             else:
                 print(f"note: Inspect AI skipped: inspect_ai is not installed in {peer_python}")
-        if "deepeval" in wanted and peer_python.exists():
+        if "deepeval" in wanted and peer_python and peer_python.exists():
             if versions.get("deepeval"):
                 found.append(
                     DeepEval("deepeval", versions["deepeval"], python=str(peer_python), env=env, **common)  # type: ignore[arg-type]
@@ -698,13 +790,13 @@ def discover(args: argparse.Namespace, tmp: Path) -> list[Framework]:
             else:
                 print(f"note: DeepEval skipped: deepeval is not installed in {peer_python}")
 
-    if "promptfoo" in wanted and not args.promptfoo:
-        print("note: promptfoo skipped: name it with --promptfoo or $PROCTOR_PROMPTFOO")
-    elif "promptfoo" in wanted:
-        cli = Path(args.promptfoo)
+    if "promptfoo" in wanted:
+        cli = Path(args.promptfoo) if args.promptfoo else None
         node = shutil.which("node")
-        package = promptfoo_package(cli) if cli.exists() else None
-        if package is None:
+        package = promptfoo_package(cli) if cli and cli.exists() else None
+        if cli is None:
+            print(f"note: no --promptfoo (or ${PROMPTFOO_ENV}): promptfoo skipped")
+        elif package is None:
             print(f"note: promptfoo skipped: no promptfoo at {cli}")
         elif node is None:
             print("note: promptfoo skipped: no `node` on PATH")
@@ -812,22 +904,132 @@ def report(frameworks: list[Framework], cases: int, repeats: int) -> None:
         print(f"\nImport time in the drivers (not in 'in-process'): {', '.join(imports)}")
 
 
+def proctor_example(cli: str, tmp: Path, env: dict[str, str], repeats: int, timeout: float) -> list[float]:
+    """`proctor run examples/weather/weather.evalset.json` as a user types it, in a fresh folder
+    each time: whole-command seconds (it exits 1: one case fails on purpose)."""
+    seconds = []
+    for k in range(repeats):
+        folder = tmp / f"run-{k}"
+        folder.mkdir(parents=True)
+        took, output, code = run(
+            [cli, "run", str(EXAMPLE), "--no-progress"], cwd=folder, env=env, timeout=timeout
+        )
+        if code != 1 or "4/5 passed" not in output:
+            raise RunFailed(f"proctor run of the example exited {code}:\n{tail(output)}")
+        seconds.append(took)
+    return seconds
+
+
+def start_prefect_server(python: str, home: Path, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
+    """`prefect server start` on a free port with its own PREFECT_HOME; (process, API URL)."""
+    import socket
+    import urllib.request
+
+    with closing(socket.socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = base_env({"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    env.pop("PREFECT_API_URL", None)
+    home.mkdir(parents=True, exist_ok=True)
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [python, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, stopped as one
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return server, url
+        except OSError:
+            time.sleep(1)
+        if server.poll() is not None:
+            break
+    stop_server(server)
+    raise RunFailed(f"the Prefect server did not start within {timeout:.0f} s (log: {home / 'server.log'})")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    import signal
+
+    with suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+def example_section(args: argparse.Namespace, tmp: Path) -> None:
+    """Proctor's 5-case example, whole command: without a Prefect server, and against one."""
+    python = Path(args.proctor_python)
+    cli = str(python.parent / "proctor")
+    home = tmp / "example-prefect-home"  # no profile naming a server
+    env = base_env({"PREFECT_HOME": str(home)})
+    env.pop("PREFECT_API_URL", None)
+    print(
+        f"\nThe bundled example ({EXAMPLE.relative_to(PROJECT)}, 5 cases), whole command, "
+        f"median of {args.example_repeats}:"
+    )
+    figures = {}
+    try:
+        figures["no Prefect server (in-process run)"] = proctor_example(
+            cli, tmp / "example-local", env, args.example_repeats, args.timeout
+        )
+    except RunFailed as exc:
+        print(f"  without a server: FAILED: {exc}")
+    server, url = None, args.prefect_api_url
+    try:
+        if not url and args.start_server:
+            started = time.perf_counter()
+            server, url = start_prefect_server(str(python), tmp / "server-home")
+            print(f"  (started a Prefect server at {url} in {time.perf_counter() - started:.1f} s)")
+        if url:
+            proctor_example(cli, tmp / "example-warm", {**env, "PREFECT_API_URL": url}, 1, args.timeout)
+            figures[f"against a running Prefect server ({url})"] = proctor_example(
+                cli,
+                tmp / "example-server",
+                {**env, "PREFECT_API_URL": url},
+                args.example_repeats,
+                args.timeout,
+            )
+        else:
+            print("  against a running server: skipped (pass --prefect-api-url URL or --start-server)")
+    except RunFailed as exc:
+        print(f"  against a running server: FAILED: {exc}")
+    finally:
+        if server is not None:
+            stop_server(server)
+    for label, values in figures.items():
+        spread = f"{min(values):.2f}-{max(values):.2f}"
+        print(f"  proctor  {label:<60} {statistics.median(values):6.2f} s  (range {spread} s; goal <= 3 s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument(
+        "--cases", default="5,100,1000", help="comma-separated suite sizes (default 5,100,1000)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32, help="cases at once, for every framework")
     parser.add_argument(
         "--peer-python",
-        default=os.environ.get("PROCTOR_PEER_PYTHON"),
-        help="Python with the Python peers installed (inspect-ai, deepeval); or $PROCTOR_PEER_PYTHON",
+        default=os.environ.get(PEER_PYTHON_ENV),
+        help=f"Python with inspect-ai, deepeval, pydantic-evals (default ${PEER_PYTHON_ENV})",
     )
     parser.add_argument(
         "--promptfoo",
-        default=os.environ.get("PROCTOR_PROMPTFOO"),
-        help="promptfoo executable (node_modules/.bin/promptfoo); or $PROCTOR_PROMPTFOO",
+        default=os.environ.get(PROMPTFOO_ENV),
+        help=f"promptfoo's command, node_modules/.bin/promptfoo (default ${PROMPTFOO_ENV})",
     )
     parser.add_argument(
         "--proctor-python",
@@ -837,31 +1039,52 @@ def main() -> None:
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(FRAMEWORKS)}")
     parser.add_argument("--settle", type=float, default=4.0, help="pause before each warm in-process run (s)")
     parser.add_argument("--timeout", type=float, default=900.0, help="limit per run (s)")
+    parser.add_argument("--example-repeats", type=int, default=5, help="runs of the bundled example (median)")
+    parser.add_argument("--prefect-api-url", help="a running Prefect server for the example's second figure")
+    parser.add_argument(
+        "--start-server", action="store_true", help="start a Prefect server for that figure (and stop it)"
+    )
+    parser.add_argument("--no-example", action="store_true", help="skip the bundled example's figures")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder with every output")
     args = parser.parse_args()
-    if args.cases < 1 or args.repeats < 1:
-        parser.error("--cases and --repeats must be at least 1")
+    try:
+        sizes = [int(size) for size in args.cases.split(",")]
+    except ValueError:
+        parser.error("--cases takes sizes separated by commas, e.g. 5,100,1000")
+    if min(sizes) < 1 or args.repeats < 1 or args.example_repeats < 1:
+        parser.error("--cases, --repeats and --example-repeats must be at least 1")
 
     tmp = Path(tempfile.mkdtemp(prefix="proctor-peers-"))
     try:
+        load = os.getloadavg()
         print(
-            f"{args.cases} cases, zero latency, exact match, concurrency {args.concurrency}, "
-            f"{args.repeats} repeat(s); {os.cpu_count()} CPUs, {platform.platform()}, "
-            f"Python {platform.python_version()}; work folder {tmp}"
+            f"sizes {args.cases}, zero latency, exact match, concurrency {args.concurrency}, "
+            f"{args.repeats} repeat(s); {os.cpu_count()} CPUs, "
+            f"load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+            f"{platform.platform()}, Python {platform.python_version()}; work folder {tmp}"
         )
+        if not args.no_example and (args.only is None or "proctor" in args.only.split(",")):
+            example_section(args, tmp)
         frameworks = discover(args, tmp)
         if not frameworks:
             print("nothing to measure")
             return
         print("measuring: " + ", ".join(f"{fw.name} {fw.version}" for fw in frameworks), flush=True)
         small = write_workload(tmp / f"workload-{WARMUP_CASES}", WARMUP_CASES, args.concurrency)
-        large = write_workload(tmp / f"workload-{args.cases}", args.cases, args.concurrency)
         for fw in frameworks:
             warm_up(fw, small, tmp / "warm-up" / fw.name)
-        for i in range(args.repeats):
+        for cases in sizes:
             for fw in frameworks:
-                measure(fw, large, tmp / f"repeat-{i}" / fw.name, args.cases, f"[{i + 1}/{args.repeats}]")
-        report(frameworks, args.cases, args.repeats)
+                fw.samples = {m: [] for m in MEASURES}
+                fw.import_s = []
+            workload = write_workload(tmp / f"workload-n{cases}", cases, args.concurrency)
+            for i in range(args.repeats):
+                for fw in frameworks:
+                    label = f"[{cases} cases {i + 1}/{args.repeats}]"
+                    measure(fw, workload, tmp / f"n{cases}-repeat-{i}" / fw.name, cases, label)
+            report(frameworks, cases, args.repeats)
+        load = os.getloadavg()
+        print(f"\nload at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
         if args.keep:
             print(f"\noutputs kept in {tmp}")
