@@ -1,7 +1,8 @@
 """Per-case orchestration overhead and parallel efficiency of a full Proctor run.
 
-Every figure is for the whole flow: Prefect tasks, the agent call, three metrics per case
-(trajectory, ROUGE-1 response match, contains) and every result persisted. Prints:
+Every figure is for the whole run (with --prefect, a flow run and its Prefect tasks): the agent
+call, three metrics per case (trajectory, ROUGE-1 response match, contains) and every result
+persisted. Prints:
 
   overhead   (T(1000 zero-latency cases) - T(10)) / 990, in ms per case (goal <= 1 ms), and how
              much of it is executing + persisting and how much rendering the reports
@@ -9,10 +10,14 @@ Every figure is for the whole flow: Prefect tasks, the agent call, three metrics
              for the execution phase (first case started to last case stored, from the rows)
              and for the whole run (which adds Prefect's fixed start and finish costs)
 
-Each figure is the median of --repeats runs, each started after a pause that lets Prefect's API
-finish ingesting the previous run's events: Prefect's own cost per run varies by seconds.
+Each figure is the median of --repeats runs; with --prefect each starts after a pause that lets
+Prefect's API finish ingesting the previous run's events (its cost per run varies by seconds).
 
-Usage: python bench/overhead.py [--postgres URL] [--cases 1000] [--repeats 3]
+Without --prefect, runs go through `proctor.local_run` (what `proctor run` does with no Prefect
+API configured); with --prefect, through the Prefect flow (point PREFECT_API_URL at a running
+server to measure that path). Each also prints the fixed cost of a run (10 cases, whole run).
+
+Usage: python bench/overhead.py [--prefect] [--postgres URL] [--cases 1000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -90,10 +95,18 @@ def write_suite(folder: Path, cases: int) -> Path:
 SETTLE_S = 4.0
 
 
-def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path) -> tuple[float, object]:
-    from proctor.flows.evaluate import EvaluationRequest, evaluate
+ORCHESTRATION = {"mode": "none"}  # "none": what `proctor run` does with no Prefect API; "prefect": a flow run
 
-    time.sleep(SETTLE_S)
+
+def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path) -> tuple[float, object]:
+    from proctor.models.request import EvaluationRequest
+
+    if ORCHESTRATION["mode"] == "prefect":
+        from proctor.flows.evaluate import evaluate
+
+        time.sleep(SETTLE_S)
+    else:
+        from proctor.local_run import evaluate_in_process as evaluate
     request = EvaluationRequest(
         suite=str(suite), database_url=database_url, concurrency=concurrency, report_dir=str(report_dir)
     )
@@ -168,6 +181,11 @@ def bench(kind: str, postgres: str | None, cases: int, repeats: int) -> None:
             t_report.append(report_seconds(url, summary.run_id, folder / f"again{i}"))
         per_case = (median(t_large) - median(t_small)) / (cases - 10) * 1000
         print(
+            f"[{kind}] load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+            f"orchestration: {ORCHESTRATION['mode']}"
+        )
+        print(f"[{kind}] fixed cost of a run (10 zero-latency cases, whole run): {median(t_small):.3f} s")
+        print(
             f"[{kind}] zero latency, median of {repeats}: 10 cases {median(t_small):.2f} s, "
             f"{cases} cases {median(t_large):.2f} s -> {per_case:.3f} ms per case (goal <= 1 ms)"
         )
@@ -202,9 +220,16 @@ def main() -> None:
         default=os.environ.get("PROCTOR_TEST_POSTGRES_URL"),
         help="also measure against this PostgreSQL server",
     )
+    parser.add_argument(
+        "--prefect",
+        action="store_true",
+        help="measure Prefect flow runs (against PREFECT_API_URL, else a temporary server) instead of "
+        "in-process runs, what `proctor run` does with no Prefect API configured",
+    )
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    ORCHESTRATION["mode"] = "prefect" if args.prefect else "none"
     bench("sqlite", None, args.cases, args.repeats)
     if args.postgres:
         bench("postgresql", args.postgres, args.cases, args.repeats)
