@@ -216,6 +216,7 @@ for k in range(int(runs)):
     started = time.perf_counter()
     cases = json.load(open(cases_file))
     dataset = Dataset(
+        name="peers_echo",
         cases=[
             Case(name=f"case_{i}", inputs=c["input"], expected_output=c["expected"])
             for i, c in enumerate(cases)
