@@ -75,8 +75,10 @@ class ScoredMetric(MetricResult):
     reason: str | None = None
     judge_calls: int = Field(default=0, ge=0)
     cached_calls: int = Field(default=0, ge=0)
-    prompt_tokens: int = Field(default=0, ge=0)
+    prompt_tokens: int = Field(default=0, ge=0, description="Judge tokens paid for, failed attempts included")
     completion_tokens: int = Field(default=0, ge=0)
+    saved_prompt_tokens: int = Field(default=0, ge=0, description="What the judge cache answered instead")
+    saved_completion_tokens: int = Field(default=0, ge=0)
 
     def to_metric_result(self) -> MetricResult:
         return MetricResult.model_validate(self.model_dump(include=set(MetricResult.model_fields)))

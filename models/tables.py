@@ -133,6 +133,8 @@ class MetricResultRow(SQLModel, table=True):
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    saved_prompt_tokens: int = 0  # what the judge cache answered: tokens not paid for again
+    saved_completion_tokens: int = 0
     args: dict[str, Any] = _json(dict)
     details: dict[str, Any] = _json(dict)
     reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

@@ -40,7 +40,8 @@ class JudgeCache:
 
     def _put(self, key: str, reply: JudgeReply) -> None:
         with Session(self.engine) as session:
-            session.add(
+            # merge: a reply stored by an older version that failed today's checks is replaced
+            session.merge(
                 JudgeCacheRow(
                     key=key,
                     model=reply.model,

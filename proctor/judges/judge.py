@@ -1,9 +1,13 @@
 """A judge as a metric uses it: a model, a prompt template, a reply schema, and the cache.
 
 `Judge.ask` renders the prompt (the metric's template, or the user's `custom_prompt`), calls
-the model, and parses the reply into the metric's schema. A reply that does not parse is an
-error that keeps the raw text, never a score; only replies that parse are cached, so a retry
-really asks again.
+the model, parses the reply into the metric's schema and runs the metric's own checks on it
+(scale, every rubric answered). A reply that fails any of them is an error that keeps the raw
+text, never a score; only replies that pass every check are cached, so a retry really asks
+again and a later run never repeats a bad answer.
+
+Tokens are counted when a reply arrives, before it is checked: a reply that turns out to be
+unusable was still paid for. What the cache answered is counted apart, as tokens saved.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -82,20 +87,64 @@ def parse_reply(text: str, schema: type[T]) -> T:
 
 @dataclass
 class Usage:
-    """What a metric's judge calls cost, summed over samples and steps."""
+    """What a metric's judge calls cost, summed over samples and steps.
+
+    `calls` counts every answer (from the model or the cache); `prompt_tokens` and
+    `completion_tokens` are what the model was paid for, `saved_*` what the cache answered
+    instead (the tokens the original call cost)."""
 
     calls: int = 0
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    saved_prompt_tokens: int = 0
+    saved_completion_tokens: int = 0
     models: set[str] = field(default_factory=set)
 
     def add(self, reply: JudgeReply) -> None:
         self.calls += 1
-        self.cached += reply.cached
-        self.prompt_tokens += reply.prompt_tokens
-        self.completion_tokens += reply.completion_tokens
+        if reply.cached:
+            self.cached += 1
+            self.saved_prompt_tokens += reply.prompt_tokens
+            self.saved_completion_tokens += reply.completion_tokens
+        else:
+            self.prompt_tokens += reply.prompt_tokens
+            self.completion_tokens += reply.completion_tokens
         self.models.add(reply.model)
+
+    def merge(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.cached += other.cached
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.saved_prompt_tokens += other.saved_prompt_tokens
+        self.saved_completion_tokens += other.saved_completion_tokens
+        self.models |= other.models
+
+
+# Every judge answer of the metric being scored, across all its attempts. A metric's own `Usage`
+# is lost with the exception when an attempt fails (a reply off the scale, a timeout after some
+# samples); the runner sets this ledger around all attempts so failed ones are paid for too.
+spending: ContextVar[Usage | None] = ContextVar("judge_spending", default=None)
+
+
+def _record(usage: Usage, reply: JudgeReply) -> None:
+    usage.add(reply)
+    ledger = spending.get()
+    if ledger is not None and ledger is not usage:
+        ledger.add(reply)
+
+
+def _verdict(reply: JudgeReply, schema: type[T], check: Callable[[T], None] | None) -> T:
+    """The reply as `schema`, having passed the metric's checks; an error keeps the raw text."""
+    verdict = parse_reply(reply.text, schema)
+    if check is not None:
+        try:
+            check(verdict)
+        except JudgeReplyError as error:
+            error.raw = error.raw or reply.text
+            raise
+    return verdict
 
 
 @dataclass(frozen=True)
@@ -141,8 +190,11 @@ class Judge:
         *,
         sample: int = 0,
         temperature: float | None = None,
+        check: Callable[[T], None] | None = None,
         **variables: Any,
     ) -> T:
+        """The judge's verdict. `check` raises `JudgeReplyError` for a reply the metric cannot
+        use (a score off its scale, a rubric left out): such a reply is never cached."""
         schema_hint = json.dumps(
             getattr(schema, "example", {"score": "<number>", "reason": "<one sentence>"})
         )
@@ -153,20 +205,25 @@ class Judge:
         temperature = self.temperature if temperature is None else temperature
         params = {"temperature": temperature, "sample": sample, "max_tokens": self.max_tokens}
         key = cache_key(self.client.base_url, self.model, messages, params)
-        reply = await self.cache.get(key) if self.cache is not None else None
-        if reply is None:
-            async with self.gate() if self.gate else contextlib.nullcontext():
-                reply = await self.client.complete(
-                    model=self.model,
-                    messages=messages,
-                    temperature=temperature,
-                    timeout_s=self.timeout_s,
-                    max_tokens=self.max_tokens,
-                )
-            verdict = parse_reply(reply.text, schema)
-            if self.cache is not None:
-                await self.cache.put(key, reply)
-        else:
-            verdict = parse_reply(reply.text, schema)
-        usage.add(reply)
+        cached = await self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            try:
+                verdict = _verdict(cached, schema, check)
+            except JudgeReplyError:  # stored before the checks existed: ask again
+                pass
+            else:
+                _record(usage, cached)
+                return verdict
+        async with self.gate() if self.gate else contextlib.nullcontext():
+            reply = await self.client.complete(
+                model=self.model,
+                messages=messages,
+                temperature=temperature,
+                timeout_s=self.timeout_s,
+                max_tokens=self.max_tokens,
+            )
+        _record(usage, reply)
+        verdict = _verdict(reply, schema, check)
+        if self.cache is not None:
+            await self.cache.put(key, reply)
         return verdict

@@ -10,7 +10,7 @@ out of shape raises: the runner retries, then records the error, never a made-up
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -55,6 +55,29 @@ def normalise(raw: float, scale: int) -> float:
     if not 1 <= raw <= scale:
         raise JudgeReplyError(f"judge score {raw} is outside the scale 1..{scale}")
     return (raw - 1) / (scale - 1) if scale > 1 else 1.0
+
+
+def on_scale(scale: int) -> Callable[[ScoreVerdict], None]:
+    """The check `Judge.ask` runs before caching a score: it lies on the scale."""
+
+    def check(verdict: ScoreVerdict) -> None:
+        normalise(verdict.score, scale)
+
+    return check
+
+
+def rubrics_answered(names: Sequence[str], scale: int) -> Callable[[RubricVerdict], None]:
+    """The check for a rubric reply: every rubric scored, every score on the scale."""
+
+    def check(verdict: RubricVerdict) -> None:
+        scored = {item.name: item for item in verdict.rubrics}
+        missing = [name for name in names if name not in scored]
+        if missing:
+            raise JudgeReplyError(f"judge reply has no score for rubric(s) {', '.join(missing)}")
+        for name in names:
+            normalise(scored[name].score, scale)
+
+    return check
 
 
 def case_variables(ctx: MetricContext, scale: int) -> dict[str, Any]:
@@ -107,6 +130,7 @@ class JudgeMetric(Metric):
                 usage,
                 sample=sample,
                 temperature=self._temperature(judge),
+                check=on_scale(scale),
                 **variables,
             )
             for sample in range(self.num_samples)
@@ -180,14 +204,11 @@ class RubricBased(JudgeMetric):
                 usage,
                 sample=sample,
                 temperature=self._temperature(judge),
+                check=rubrics_answered(list(per_rubric), scale),
                 **variables,
             )
             scored = {item.name: item for item in verdict.rubrics}
-            missing = [name for name in per_rubric if name not in scored]
-            if missing:
-                raise JudgeReplyError(f"judge reply has no score for rubric(s) {', '.join(missing)}")
             for name in per_rubric:
-                normalise(scored[name].score, scale)
                 per_rubric[name].append(scored[name].score)
                 reasons.setdefault(name, scored[name].reason)
             samples.append(verdict)

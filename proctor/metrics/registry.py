@@ -58,10 +58,10 @@ METRIC_LOCATIONS: dict[str, str] = {
     "final_response_match_v2": "compat:FinalResponseMatchV2",
     "rubric_based_final_response_quality_v1": "compat:RubricBasedFinalResponseQualityV1",
     "hallucinations_v1": "compat:HallucinationsV1",
-    "TrajectoryEvaluator": "compat:VannaTrajectoryEvaluator",
-    "OutputEvaluator": "compat:VannaOutputEvaluator",
-    "EfficiencyEvaluator": "compat:VannaEfficiencyEvaluator",
-    "LLMAsJudgeEvaluator": "compat:VannaLLMAsJudgeEvaluator",
+    "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
+    "OutputEvaluator": "vanna:VannaOutputEvaluator",
+    "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",
+    "LLMAsJudgeEvaluator": "vanna:VannaLLMAsJudgeEvaluator",
 }
 
 

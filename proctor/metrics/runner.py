@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from proctor.judges.judge import Usage, spending
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
@@ -119,6 +120,47 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         return None
     ctx = bound.context(ctx)
     attempts = 1 + bound.retries
+    ledger = Usage()  # every judge answer of every attempt, failed ones included
+    token = spending.set(ledger)
+    try:
+        score, error, raw_reply, retries = await _attempts(bound, ctx, attempts)
+    finally:
+        spending.reset(token)
+    elapsed_ms = int((time.perf_counter() - started) * 1000)
+    common = {
+        "metric_name": bound.spec.label or bound.spec.name,
+        "threshold": bound.threshold,
+        "scale": bound.spec.scale,
+        "retry_count": retries,
+        "evaluation_time_ms": elapsed_ms,
+        "args": bound.arguments,
+        "metric_version": bound.metric.version,
+        "judge_calls": ledger.calls,
+        "cached_calls": ledger.cached,
+        "prompt_tokens": ledger.prompt_tokens,
+        "completion_tokens": ledger.completion_tokens,
+        "saved_prompt_tokens": ledger.saved_prompt_tokens,
+        "saved_completion_tokens": ledger.saved_completion_tokens,
+    }
+    if score is None:
+        model = ", ".join(sorted(ledger.models)) or (bound.judge.model if bound.judge is not None else None)
+        details = {"raw_reply": raw_reply[:4000]} if raw_reply else {}
+        return ScoredMetric(passed=False, error=error, model_used=model, details=details, **common)
+    passed = score.passed if score.passed is not None else score.value >= bound.threshold
+    return ScoredMetric(
+        score=score.value,
+        passed=passed,
+        model_used=score.model_used,
+        details=score.details,
+        reason=score.reason,
+        **common,
+    )
+
+
+async def _attempts(
+    bound: BoundMetric, ctx: MetricContext, attempts: int
+) -> tuple[Score | None, str | None, str | None, int]:
+    """The metric tried up to `attempts` times: its score (or None), last error, raw reply, retries."""
     error: str | None = None
     raw_reply: str | None = None
     score: Score | None = None
@@ -134,33 +176,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
             if attempt + 1 < attempts:
                 retries += 1
                 await asyncio.sleep(_delay(attempt, exc))
-    elapsed_ms = int((time.perf_counter() - started) * 1000)
-    common = {
-        "metric_name": bound.spec.label or bound.spec.name,
-        "threshold": bound.threshold,
-        "scale": bound.spec.scale,
-        "retry_count": retries,
-        "evaluation_time_ms": elapsed_ms,
-        "args": bound.arguments,
-        "metric_version": bound.metric.version,
-    }
-    if score is None:
-        model = bound.judge.model if bound.judge is not None else None
-        details = {"raw_reply": raw_reply[:4000]} if raw_reply else {}
-        return ScoredMetric(passed=False, error=error, model_used=model, details=details, **common)
-    passed = score.passed if score.passed is not None else score.value >= bound.threshold
-    return ScoredMetric(
-        score=score.value,
-        passed=passed,
-        model_used=score.model_used,
-        details=score.details,
-        reason=score.reason,
-        judge_calls=score.judge_calls,
-        cached_calls=score.cached_calls,
-        prompt_tokens=score.prompt_tokens,
-        completion_tokens=score.completion_tokens,
-        **common,
-    )
+    return score, error, raw_reply, retries
 
 
 async def score_case(metrics: list[BoundMetric], ctx: MetricContext) -> list[ScoredMetric]:

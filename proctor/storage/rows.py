@@ -98,6 +98,8 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
             "cached_calls": metric.cached_calls,
             "prompt_tokens": metric.prompt_tokens,
             "completion_tokens": metric.completion_tokens,
+            "saved_prompt_tokens": metric.saved_prompt_tokens,
+            "saved_completion_tokens": metric.saved_completion_tokens,
             "args": metric.args,
             "details": metric.details,
             "reason": metric.reason,

@@ -120,6 +120,7 @@ class FakeOpenAI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self._usage: list[dict[str, int]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
@@ -178,6 +179,12 @@ class FakeOpenAI:
             return list(self._requests)
 
     @property
+    def usage_sent(self) -> list[dict[str, int]]:
+        """The `usage` of every completion answered (HTTP 200), in order: what a client was charged."""
+        with self._lock:
+            return list(self._usage)
+
+    @property
     def completions(self) -> list[dict[str, Any]]:
         """The recorded chat-completion requests only."""
         return [r for r in self.requests if r["path"].endswith("/chat/completions")]
@@ -193,6 +200,7 @@ class FakeOpenAI:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._usage.clear()
 
     # -- serving ---------------------------------------------------------------------------------
     def _next_reply(self, body: dict[str, Any], reply: Reply = None) -> Reply:
@@ -247,6 +255,13 @@ class FakeOpenAI:
             )
             for c in choices
         )
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        with self._lock:
+            self._usage.append(usage)
         self._send(
             h,
             200,
@@ -257,11 +272,7 @@ class FakeOpenAI:
                 "model": model,
                 "choices": choices,
                 "system_fingerprint": "fp_fake",
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
+                "usage": usage,
             },
         )
 
