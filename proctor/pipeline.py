@@ -18,7 +18,6 @@ from typing import Any
 
 from proctor.agents import AgentRequest
 from proctor.files import process_file
-from proctor.judges import Usage
 from proctor.metrics import MetricContext, score_case
 from proctor.metrics.tools import tools_matched
 from proctor.models.case import Case
@@ -32,7 +31,7 @@ from proctor.runtime import (
     release_runtime,
     runtime_for,
 )
-from proctor.simulator import SimulationPlan, next_user_turn
+from proctor.simulator import SimulationPlan, simulate_user
 
 log = logging.getLogger("proctor.pipeline")
 
@@ -71,6 +70,9 @@ class CaseWork:
     attempt: int = 0
     checkpoint: AgentCheckpoint | None = None
     outcome: CaseOutcome = field(init=False)
+    # Time in the agent stage that is not the agent's: waiting for a model-call slot, the
+    # simulated user's turns. Subtracted, so `agent_ms` (and max_execution_time) is the agent's own.
+    not_agent_ms: float = 0.0
 
     def __post_init__(self) -> None:
         self.outcome = CaseOutcome(case_id=self.case.case_id, attempt=self.attempt)
@@ -93,11 +95,11 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
     async def one(work: CaseWork) -> None:
         outcome = work.outcome
         outcome.state = CaseState.PROCESSING_FILES
-        started = time.perf_counter()
         outcome.processed_files = [
             await asyncio.to_thread(process_file, file_input, base_dir) for file_input in work.case.files
         ]
-        outcome.files_ms = _elapsed_ms(started)
+        # Each file's own time: not the wait for a thread or for the shared converter.
+        outcome.files_ms = float(sum(p.processing_time_ms for p in outcome.processed_files))
         failures = [p for p in outcome.processed_files if p.error is not None]
         if failures:
             outcome.errors += [f"file failed: {p.error}" for p in failures]
@@ -142,9 +144,11 @@ async def _agent_turn(
         state=state,
         metadata=case.metadata,
     )
-    started = time.perf_counter()
+    asked = started = time.perf_counter()
     try:
         async with runtime.model_gate():
+            started = time.perf_counter()  # the agent's own time starts when it has its slot
+            work.not_agent_ms += (started - asked) * 1000
             response = await runtime.invoker.invoke(request)
     except Exception as error:  # every way an agent can fail is recorded, never raised
         message = str(error) if str(error) else type(error).__name__
@@ -165,8 +169,13 @@ async def _agent_turn(
             tool_calls=response.tool_calls,
             usage=response.usage,
             latency_ms=_elapsed_ms(started),
+            metadata={"components": [c.model_dump() for c in response.components]}
+            if response.components
+            else {},
         )
         history += [{"role": "user", "content": text}, {"role": "assistant", "content": response.answer}]
+    if started > asked:
+        turn.metadata["wait_ms"] = round((started - asked) * 1000, 1)
     outcome.turns.append(turn)
     return turn
 
@@ -175,7 +184,7 @@ async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
     """The case's turns in order, in one session; a simulated user's conversation if it has one."""
     plan = SimulationPlan.for_case(work.case.metadata)
     if plan is not None:
-        await _simulate(work, runtime, plan)
+        await simulate_user(work, runtime, plan, _agent_turn)
         return
     history: list[dict[str, str]] = []
     state = dict(work.case.session.initial_state)
@@ -183,37 +192,6 @@ async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
         done = await _agent_turn(work, runtime, turn.turn_id, turn.input, history, state)
         if done.error:
             return
-
-
-async def _simulate(work: CaseWork, runtime: Runtime, plan: SimulationPlan) -> None:
-    """The simulated user talks until its goals are met, it gives up, or max_invocations."""
-    judge = runtime.simulator(plan.model)
-    history: list[dict[str, str]] = []
-    state = dict(work.case.session.initial_state)
-    message = plan.starting_prompt or work.case.first_input
-    achieved: list[str] = []
-    usage = Usage()
-    for number in range(plan.max_invocations):
-        turn = await _agent_turn(work, runtime, f"sim_{number + 1}", message, history, state)
-        if turn.error:
-            break
-        try:
-            verdict = await next_user_turn(judge, plan, history, usage)
-        except Exception as error:  # the simulator failing is the case's error, recorded
-            work.outcome.errors.append(f"user simulator failed: {error}")
-            break
-        achieved = verdict.goals_achieved
-        turn.metadata = {"goals_achieved": achieved}
-        if verdict.done or set(achieved) >= set(plan.goals) or not verdict.next_message:
-            break
-        message = verdict.next_message
-    if work.outcome.turns:
-        work.outcome.turns[-1].metadata = {
-            "goals": plan.goals,
-            "goals_achieved": achieved,
-            "simulator_calls": usage.calls,
-            "simulator_tokens": usage.prompt_tokens + usage.completion_tokens,
-        }
 
 
 async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
@@ -238,7 +216,7 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
                 )
             except TimeoutError:
                 outcome.errors.append(f"the case's conversation exceeded its {limit:g} s limit")
-            outcome.agent_ms = _elapsed_ms(started)
+            outcome.agent_ms = max(0.0, _elapsed_ms(started) - work.not_agent_ms)
         if outcome.errors:
             _finish(outcome, CaseState.AGENT_FAILED)
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from pydantic import BaseModel, Field
 from proctor import progress
 from proctor.agents import AgentInvoker, load_target
 from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
+from proctor.limits import ModelCallGate
 from proctor.metrics import REGISTRY, BoundMetric
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import LLMProvider
@@ -59,6 +61,7 @@ class Runtime:
     writer: ResultWriter
     _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
     _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
+    _gate: ModelCallGate | None = None
 
     def bind(self, spec: MetricSpec) -> BoundMetric:
         """The metric for a spec, built once per run: cases of a suite share their specs."""
@@ -70,15 +73,13 @@ class Runtime:
         return cached[1]
 
     def model_gate(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """A slot of the Prefect global concurrency limit on model calls, when one is named:
-        it caps agent and judge calls across every worker; this process's own cap is the
-        run's concurrency. Prefect is imported only then, so plain runs stay Prefect-free."""
-        name = self.settings.model_call_limit
-        if not name:
+        """A slot of the run's `model_call_limit`, when one is named: every model call (agent
+        turn, judge, simulated user, G-Eval steps) takes one, across every worker."""
+        if not self.settings.model_call_limit:
             return contextlib.nullcontext()
-        from prefect.concurrency.asyncio import concurrency
-
-        return concurrency(name, occupy=1, strict=True)
+        if self._gate is None:
+            self._gate = ModelCallGate(self.settings.model_call_limit)
+        return self._gate.slot()
 
     @property
     def _judge_cache(self) -> JudgeCache | None:
@@ -99,13 +100,14 @@ class Runtime:
             client = self._judge_clients[(base_url, api_key)] = JudgeClient(
                 base_url=base_url, api_key=api_key
             )
-        return Judge.for_spec(
+        judge = Judge.for_spec(
             spec,
             client,
             self._judge_cache,
             default_model=DEFAULT_JUDGE_MODEL,
             timeout_s=DEFAULT_JUDGE_TIMEOUT_S,
         )
+        return dataclasses.replace(judge, gate=self.model_gate) if self.settings.model_call_limit else judge
 
     async def save(self, work: CaseWork) -> None:
         await self.writer.save(self.settings.run_id, work.case, work.outcome, work.position)
@@ -125,6 +127,8 @@ class Runtime:
         for client in clients:
             with contextlib.suppress(Exception):
                 await client.aclose()
+        if self._gate is not None:  # normally holds nothing by now: a slot is given back when idle
+            await self._gate.aclose()
 
 
 def new_runtime(settings: RunSettings) -> Runtime:

@@ -8,6 +8,8 @@ writes the next user message; the run records the goals achieved.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
@@ -68,3 +70,43 @@ async def next_user_turn(
     known = set(plan.goals)
     verdict.goals_achieved = [goal for goal in verdict.goals_achieved if goal in known]
     return verdict
+
+
+async def simulate_user(
+    work: Any, runtime: Any, plan: SimulationPlan, agent_turn: Callable[..., Awaitable[Any]]
+) -> None:
+    """The simulated user talks until its goals are met, it gives up, or max_invocations.
+
+    `work` and `runtime` are the pipeline's `CaseWork` and `Runtime`; `agent_turn` is its
+    one exchange with the agent. The simulator's own time is not the agent's: it is added to
+    `work.not_agent_ms`."""
+    judge = runtime.simulator(plan.model)
+    history: list[dict[str, str]] = []
+    state = dict(work.case.session.initial_state)
+    message = plan.starting_prompt or work.case.first_input
+    achieved: list[str] = []
+    usage = Usage()
+    for number in range(plan.max_invocations):
+        turn = await agent_turn(work, runtime, f"sim_{number + 1}", message, history, state)
+        if turn.error:
+            break
+        started = time.perf_counter()
+        try:
+            verdict = await next_user_turn(judge, plan, history, usage)
+        except Exception as error:  # the simulator failing is the case's error, recorded
+            work.outcome.errors.append(f"user simulator failed: {error}")
+            break
+        finally:
+            work.not_agent_ms += (time.perf_counter() - started) * 1000
+        achieved = verdict.goals_achieved
+        turn.metadata["goals_achieved"] = achieved
+        if verdict.done or set(achieved) >= set(plan.goals) or not verdict.next_message:
+            break
+        message = verdict.next_message
+    if work.outcome.turns:
+        work.outcome.turns[-1].metadata.update(
+            goals=plan.goals,
+            goals_achieved=achieved,
+            simulator_calls=usage.calls,
+            simulator_tokens=usage.prompt_tokens + usage.completion_tokens,
+        )

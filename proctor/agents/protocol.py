@@ -1,8 +1,10 @@
 """What an agent under test receives and may return.
 
 An agent is any callable `agent(request: AgentRequest)`, sync or async. It may return
-the answer as a plain string, a dict with `answer` (and optionally `tool_calls` and
-`usage`), or an `AgentResponse`. Tool calls and tokens can also be reported while it
+the answer as a plain string, a dict with `answer` (and optionally `tool_calls`, `usage`
+and `components`), or an `AgentResponse`. `components` are the UI components the agent
+showed (Vanna's `UiComponent`: `type`, `content`, `metadata`); without them a turn with an
+answer counts as one `rich_text` component. Tool calls and tokens can also be reported while it
 works, through `request.record_tool_call` and `request.record_usage`.
 """
 
@@ -18,6 +20,16 @@ from proctor.models.holodeck import ProcessedFileInput
 from proctor.models.outcome import TokenUsage
 
 
+class Component(BaseModel):
+    """A UI component the agent yielded (Vanna's `UiComponent`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(min_length=1)
+    content: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
 class AgentResponse(BaseModel):
     """The agent's reply to one user message."""
 
@@ -26,6 +38,7 @@ class AgentResponse(BaseModel):
     answer: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    components: list[Component] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

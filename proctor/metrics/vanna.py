@@ -19,6 +19,7 @@ from proctor.metrics.judged import (
     normalise,
     on_scale,
 )
+from proctor.models.outcome import AgentTurn
 from proctor.models.vanna import ExpectedOutcome
 
 
@@ -70,10 +71,18 @@ class VannaOutputEvaluator(Metric):
         return checks_score(checks, "output")
 
 
+def component_count(turn: AgentTurn) -> int:
+    reported = turn.metadata.get("components")
+    if reported:
+        return len(reported)
+    return 1 if turn.response else 0
+
+
 class VannaEfficiencyEvaluator(Metric):
     """Vanna's `EfficiencyEvaluator`: time within `max_execution_time_ms`, components in bounds.
 
-    A Proctor agent yields one text component per turn with an answer.
+    Components are those the agent reported (`AgentResponse.components`); a turn that reported
+    none but answered counts as one `rich_text` component, as Vanna's text reply would.
     """
 
     name = "EfficiencyEvaluator"
@@ -86,7 +95,7 @@ class VannaEfficiencyEvaluator(Metric):
 
     def evaluate(self, ctx: MetricContext) -> Score:
         outcome = expected_outcome(ctx)
-        components = sum(1 for turn in ctx.turns if turn.response)
+        components = sum(component_count(turn) for turn in ctx.turns)
         checks = {}
         if outcome.max_execution_time_ms is not None:
             checks[f"time {ctx.agent_ms:.0f} <= {outcome.max_execution_time_ms:g} ms"] = (

@@ -94,3 +94,88 @@ def test_a_case_that_runs_too_long_fails_with_the_reason(tmp_path: Path, sqlite_
     assert (summary.total, summary.errored) == (1, 1)
     report = (tmp_path / "r" / "report.md").read_text()
     assert "exceeded its 0.5 s limit" in report
+
+
+SHARED_AGENT = """
+import asyncio, threading
+lock = threading.Lock()
+active, peak = [0], [0]
+
+def enter():
+    with lock:
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+
+def leave():
+    with lock:
+        active[0] -= 1
+
+async def agent(request):
+    enter()
+    await asyncio.sleep(0.2)
+    leave()
+    return "Doors open at nine."
+"""
+
+JUDGED_SUITE = """
+name: limited
+test_cases:
+{cases}
+evaluations:
+  model: {{name: judge-model}}
+  metrics:
+    - metric: llm_judge
+      threshold: 0.7
+"""
+
+
+def test_the_model_call_limit_covers_judge_calls_and_agent_time_excludes_the_wait(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from sqlmodel import Session, select
+
+    from proctor.agents.targets import load_target
+    from proctor.models.tables import CaseResultRow
+    from proctor.storage import get_engine
+    from tests.fakes import FakeOpenAI, judged
+
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(
+            GlobalConcurrencyLimitCreate(name="proctor-test-all-calls", limit=1)
+        )
+    (tmp_path / "agent.py").write_text(SHARED_AGENT)
+    cases = "\n".join(
+        f"  - {{name: c{i}, input: 'When do you open, {i}?', ground_truth: 9am}}" for i in range(4)
+    )
+    (tmp_path / "agent.yaml").write_text(JUDGED_SUITE.format(cases=cases))
+    agent = f"{tmp_path / 'agent.py'}:agent"
+    shared = load_target(agent).__globals__
+
+    def judge_reply(body: dict) -> str:  # the judge is in flight as long as the agent would be
+        shared["enter"]()
+        time.sleep(0.5)
+        shared["leave"]()
+        return judged(5)
+
+    with FakeOpenAI(default=judge_reply) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        summary = _run(
+            suite=str(tmp_path / "agent.yaml"),
+            agent=agent,
+            database_url=sqlite_url,
+            concurrency=4,
+            model_call_limit="proctor-test-all-calls",
+            report_dir=str(tmp_path / "r"),
+        )
+    assert (summary.total, summary.passed) == (4, 4) and len(api.completions) == 4
+    assert shared["peak"][0] == 1, shared["peak"]  # four agents and four judge calls, never two at once
+    with Session(get_engine(sqlite_url)) as session:
+        rows = list(session.exec(select(CaseResultRow).where(CaseResultRow.run_id == summary.run_id)))
+    waits = [turn["metadata"].get("wait_ms", 0) for row in rows for turn in row.turns]
+    assert max(waits) >= 300  # the last case waited for three others' calls...
+    assert max(row.agent_ms for row in rows) < 600  # ...and that wait is not the agent's 0.2 s

@@ -122,3 +122,26 @@ def test_vanna_evaluators_do_not_apply_without_expectations() -> None:
     ctx = make_ctx(_vanna_case(), agent_turn("x"))
     for name in ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator"):
         assert not _metric(name).applies_to(ctx)
+
+
+def test_vanna_components_are_those_the_agent_reported() -> None:
+    from proctor.agents.protocol import AgentRequest, coerce_response
+
+    reply = coerce_response(
+        {
+            "answer": "Here is the chart.",
+            "components": [
+                {"type": "rich_text", "content": "Here is the chart."},
+                {"type": "chart"},
+                {"type": "table"},
+            ],
+        },
+        AgentRequest(case_id="c", turn_id="t", input="q", thread_id="th"),
+    )
+    turn = agent_turn(reply.answer)
+    turn.metadata["components"] = [component.model_dump() for component in reply.components]
+    case = _vanna_case(min_components=2, max_components=3)
+    assert _metric("EfficiencyEvaluator").evaluate(make_ctx(case, turn)).passed is True
+    too_many = _vanna_case(max_components=2)
+    result = _metric("EfficiencyEvaluator").evaluate(make_ctx(too_many, turn))
+    assert result.passed is False and "components 3 <= 2" in result.reason
