@@ -26,6 +26,7 @@ def summary_table(summary: Any, database_url: str) -> None:
     from rich.table import Table
     from sqlmodel import Session
 
+    from proctor.costs import run_totals
     from proctor.models.tables import EvalRun
     from proctor.reporting import case_rows
     from proctor.storage import get_engine
@@ -37,6 +38,7 @@ def summary_table(summary: Any, database_url: str) -> None:
         run = session.get(EvalRun, summary.run_id)
         stats = metric_stats(session=session, run_id=summary.run_id)
         rows = case_rows(session=session, run=run, limit=20)
+        totals = run_totals(session=session, run_id=summary.run_id)
     label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
     metrics = Table(title=f"{escape(label)}: metrics", title_justify="left")
     for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
@@ -63,6 +65,7 @@ def summary_table(summary: Any, database_url: str) -> None:
         f"{summary.errored} errored · run {summary.run_id} · {(summary.duration_ms or 0) / 1000:.1f}s",
         highlight=False,
     )
+    console.print(totals.line(), highlight=False, markup=False)
     console.print(
         f"reports: {summary.report_dir}/report.md · results: {summary.database}",
         highlight=False,

@@ -65,6 +65,7 @@ def history_command(args: argparse.Namespace) -> int:
     from rich.table import Table
     from sqlmodel import Session, col, select
 
+    from proctor.costs import run_totals
     from proctor.models.tables import EvalRun
     from proctor.storage import default_database_url, get_engine
 
@@ -73,10 +74,23 @@ def history_command(args: argparse.Namespace) -> int:
         if args.suite:
             query = query.where(EvalRun.suite_id == args.suite)
         runs = session.exec(query).all()
+        totals = {run.id: run_totals(session=session, run_id=run.id) for run in runs}
     table = Table(title="runs, newest first", title_justify="left")
-    for column in ("run", "started", "suite", "agent", "status", "passed", "pass rate"):
+    columns = (
+        "run",
+        "started",
+        "suite",
+        "agent",
+        "status",
+        "passed",
+        "pass rate",
+        "agent tokens",
+        "judge tokens",
+    )
+    for column in (*columns, "judge calls (cached)", "est. cost"):
         table.add_column(column)
     for run in runs:
+        spent = totals[run.id]
         rate = f"{run.pass_rate:.1f}%" if run.pass_rate is not None else "-"
         agent = f"{run.agent} [{run.variant}]" if run.variant else run.agent
         table.add_row(
@@ -87,6 +101,10 @@ def history_command(args: argparse.Namespace) -> int:
             run.status.value,
             f"{run.passed_cases}/{run.total_cases}",
             rate,
+            f"{spent.agent_tokens:,}",
+            f"{spent.judge_tokens:,}",
+            f"{spent.judge_calls:,} ({spent.cached_judge_calls:,})",
+            escape(spent.cost_text if spent.cost_usd is not None else "unknown"),
         )
     Console().print(table)
     return EXIT_PASSED

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session
 
+from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import EvalRun
 from proctor.regression import Regression
 from proctor.reporting.summary import failure_reason
@@ -45,6 +46,7 @@ class Digest:
     report_link: str | None = None
     flow_run_link: str | None = None
     error: str | None = None
+    totals: RunTotals | None = None
 
     @property
     def has_failures(self) -> bool:
@@ -91,4 +93,5 @@ def build_digest(
         report_link=report_link,
         flow_run_link=flow_run_link,
         error=run.error,
+        totals=run_totals(session=session, run_id=run.id),
     )

@@ -180,6 +180,9 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
                 "elements": [{"type": "mrkdwn", "text": escape_mrkdwn(digest.regression.method)}],
             }
         )
+    if digest.totals is not None:
+        spent = escape_mrkdwn(digest.totals.line())
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(spent)}]})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(_links(digest))}]})
     return blocks
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.rendering import render
 from proctor.storage.runs import metric_stats
@@ -31,7 +32,8 @@ class VariantRow:
     pass_rate: float
     mean_score: float | None
     mean_agent_ms: float
-    total_tokens: int
+    total_tokens: int  # the agent's
+    totals: RunTotals = field(default_factory=RunTotals)
     metric_scores: dict[str, float | None] = field(default_factory=dict)
 
 
@@ -67,6 +69,7 @@ def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
                 mean_score=sum(scores) / len(scores) if scores else None,
                 mean_agent_ms=float(latency),
                 total_tokens=int(tokens),
+                totals=run_totals(session=session, run_id=run_id),
                 metric_scores={name: s["avg_score"] for name, s in stats.items()},
             )
         )
@@ -92,6 +95,9 @@ def comparison_csv(comparison: Comparison) -> str:
             "mean_score",
             "mean_agent_ms",
             "total_tokens",
+            "judge_tokens",
+            "cached_judge_calls",
+            "estimated_cost_usd",
             *comparison.metrics,
             "best",
         ]
@@ -108,6 +114,9 @@ def comparison_csv(comparison: Comparison) -> str:
                 "" if row.mean_score is None else f"{row.mean_score:.4f}",
                 f"{row.mean_agent_ms:.1f}",
                 row.total_tokens,
+                row.totals.judge_tokens,
+                row.totals.cached_judge_calls,
+                "unknown" if row.totals.cost_usd is None else f"{row.totals.cost_usd:.6f}",
                 *[
                     "" if row.metric_scores.get(m) is None else f"{row.metric_scores[m]:.4f}"
                     for m in comparison.metrics

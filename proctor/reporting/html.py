@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from proctor.costs import run_totals
 from proctor.models.outcome import AgentTurn
 from proctor.models.tables import EvalRun, RunStatus
 from proctor.rendering import render
@@ -70,6 +71,7 @@ class HtmlBuilder:
             cases=self.failing,
             passing=self.passing,
             passing_total=self.passing_total,
+            totals=run_totals(session=session, run_id=self.run.id),
         )
 
 

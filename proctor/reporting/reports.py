@@ -18,6 +18,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from proctor import __version__
+from proctor.costs import run_totals
 from proctor.models.agentflow import CriterionStats, EvalSummary
 from proctor.models.holodeck import ReportSummary, TestResult
 from proctor.models.outcome import AgentTurn
@@ -100,6 +101,7 @@ def _markdown_head(
         unsteady=unsteady_cases(session=session, run=run),
         judge_calls=sum(s["judge_calls"] for s in stats.values()),
         cached_calls=sum(s["cached_calls"] for s in stats.values()),
+        totals=run_totals(session=session, run_id=run.id),
     )
 
 

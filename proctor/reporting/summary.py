@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlmodel import Session
 
+from proctor.costs import run_totals
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.rendering import render
 from proctor.reporting.convert import case_label
@@ -59,4 +60,5 @@ def summary_markdown(*, session: Session, run: EvalRun, report_dir: str | None =
         more_failures=max(0, run.total_cases - run.passed_cases - len(failures)),
         unsteady=unsteady_cases(session=session, run=run),
         report_dir=report_dir,
+        totals=run_totals(session=session, run_id=run.id),
     )

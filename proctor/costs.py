@@ -1,0 +1,151 @@
+"""What a run spent: agent and judge tokens, cached judge calls, and an estimated cost.
+
+The cost comes from a small price table (US dollars per million tokens, list prices as
+published in November 2026; `PROCTOR_PRICES` may name a JSON file `{"model": [input, output]}`
+that adds to or overrides it). A model the table does not know makes the estimate "unknown",
+never 0: a total that silently leaves out an unpriced model would read as cheaper than it was.
+The agent's model is not known to Proctor (any callable can be an agent), so agent tokens are
+counted but priced only when there are none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from proctor.models.tables import CaseResultRow, MetricResultRow
+
+PRICES_ENV = "PROCTOR_PRICES"
+# model -> (input, output) in USD per million tokens
+PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gemini-1.5-pro": (1.25, 5.00),
+}
+
+
+@lru_cache(maxsize=4)
+def _extra_prices(path: str) -> dict[str, tuple[float, float]]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {str(model): (float(pair[0]), float(pair[1])) for model, pair in data.items()}
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    """The model's (input, output) price per million tokens; a dated snapshot name
+    (`gpt-4o-mini-2024-07-18`) is priced as its model. None when unknown."""
+    table = dict(PRICES_PER_MILLION)
+    extra = os.environ.get(PRICES_ENV)
+    if extra:
+        table |= _extra_prices(extra)
+    if model in table:
+        return table[model]
+    prefixes = [name for name in table if model.startswith(name + "-")]
+    return table[max(prefixes, key=len)] if prefixes else None
+
+
+@dataclass
+class RunTotals:
+    """One run's spend; `cost_usd` is None ("unknown") when any tokens are unpriced."""
+
+    agent_prompt_tokens: int = 0
+    agent_completion_tokens: int = 0
+    judge_prompt_tokens: int = 0
+    judge_completion_tokens: int = 0
+    judge_saved_tokens: int = 0
+    judge_calls: int = 0
+    cached_judge_calls: int = 0
+    cost_usd: float | None = 0.0
+    unpriced: list[str] = field(default_factory=list)
+
+    @property
+    def agent_tokens(self) -> int:
+        return self.agent_prompt_tokens + self.agent_completion_tokens
+
+    @property
+    def judge_tokens(self) -> int:
+        return self.judge_prompt_tokens + self.judge_completion_tokens
+
+    @property
+    def cost_text(self) -> str:
+        if self.cost_usd is None:
+            return f"unknown (no price for {', '.join(self.unpriced)})"
+        return f"${self.cost_usd:.4f}"
+
+    def line(self) -> str:
+        """One line for a terminal, a Slack message or a Markdown summary."""
+        return (
+            f"agent tokens {self.agent_tokens:,} · judge tokens {self.judge_tokens:,} "
+            f"({self.cached_judge_calls:,} of {self.judge_calls:,} judge calls cached, "
+            f"{self.judge_saved_tokens:,} tokens saved) · estimated cost {self.cost_text}"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "agent_tokens": self.agent_tokens,
+            "judge_tokens": self.judge_tokens,
+            "judge_tokens_saved_by_cache": self.judge_saved_tokens,
+            "judge_calls": self.judge_calls,
+            "cached_judge_calls": self.cached_judge_calls,
+            "estimated_cost_usd": self.cost_usd,
+            "cost": self.cost_text,
+        }
+
+
+def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
+    """The run's totals, from SQL aggregates (no row is loaded)."""
+    agent_prompt, agent_completion = session.exec(
+        select(
+            func.coalesce(func.sum(CaseResultRow.prompt_tokens), 0),
+            func.coalesce(func.sum(CaseResultRow.completion_tokens), 0),
+        ).where(CaseResultRow.run_id == run_id)
+    ).one()
+    totals = RunTotals(agent_prompt_tokens=int(agent_prompt), agent_completion_tokens=int(agent_completion))
+    cost = 0.0
+    unpriced: list[str] = []
+    if totals.agent_tokens:
+        unpriced.append("the agent's model")
+    by_model = session.exec(
+        select(
+            MetricResultRow.model_used,
+            func.coalesce(func.sum(MetricResultRow.prompt_tokens), 0),
+            func.coalesce(func.sum(MetricResultRow.completion_tokens), 0),
+            func.coalesce(
+                func.sum(MetricResultRow.saved_prompt_tokens + MetricResultRow.saved_completion_tokens), 0
+            ),
+            func.coalesce(func.sum(MetricResultRow.judge_calls), 0),
+            func.coalesce(func.sum(MetricResultRow.cached_calls), 0),
+        )
+        .where(MetricResultRow.run_id == run_id)
+        .group_by(MetricResultRow.model_used)
+    ).all()
+    for model, prompt, completion, saved, calls, cached in by_model:
+        totals.judge_prompt_tokens += int(prompt)
+        totals.judge_completion_tokens += int(completion)
+        totals.judge_saved_tokens += int(saved)
+        totals.judge_calls += int(calls)
+        totals.cached_judge_calls += int(cached)
+        if not (prompt or completion):
+            continue
+        price = price_of(model or "") if model and "," not in model else None
+        if price is None:
+            unpriced.append(model or "an unnamed judge model")
+        else:
+            cost += (int(prompt) * price[0] + int(completion) * price[1]) / 1_000_000
+    totals.unpriced = unpriced
+    totals.cost_usd = None if unpriced else cost
+    return totals
