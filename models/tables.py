@@ -99,6 +99,9 @@ class CaseResultRow(SQLModel, table=True):
     errors: list[str] = _json(list)
     files: list[dict[str, Any]] = _json(list)
     tags: list[str] = _json(list)
+    # What a Vanna test case carried besides its message (user, expected_outcome,
+    # conversation_id, metadata), so its `TestCaseResult` can be rebuilt; empty for other formats.
+    vanna_case: dict[str, Any] = _json(dict)
     files_ms: float = 0.0
     agent_ms: float = 0.0
     evaluation_ms: float = 0.0

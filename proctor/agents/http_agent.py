@@ -107,10 +107,13 @@ class HttpAgent:
             return await self._post(request, variables, headers)
         except HttpAgentError as error:  # its message is stored: never with a header's secret in it
             raise HttpAgentError(redact(str(error), *secrets)) from None
-        except httpx.HTTPError as error:
+        except httpx.TimeoutException as error:  # its own message is empty
             raise HttpAgentError(
-                redact(f"{self.config.url}: {type(error).__name__}: {error}", *secrets)
+                f"{self.config.url}: {type(error).__name__}: no answer within {self.config.timeout_s:g} s"
             ) from None
+        except httpx.HTTPError as error:
+            detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            raise HttpAgentError(redact(f"{self.config.url}: {detail}", *secrets)) from None
 
     async def _post(
         self, request: AgentRequest, variables: dict[str, Any], headers: dict[str, str]

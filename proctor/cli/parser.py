@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="render a stored run's report")
     report.add_argument("run_id")
-    report.add_argument("--format", choices=("md", "json", "html", "junit"), default="md")
+    report.add_argument("--format", choices=("md", "json", "html", "junit", "vanna"), default="md")
     report.add_argument("--db", dest="database_url", help="results database URL")
 
     compare = commands.add_parser("compare", help="what changed between two runs (RUN_A is the baseline)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,14 +112,8 @@ def history_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    import tempfile
-
     from sqlmodel import Session
 
-    from proctor.reporting import write_reports
-    from proctor.reporting.html import html_report
-    from proctor.reporting.junit import junit_xml
-    from proctor.reporting.reports import markdown_report
     from proctor.storage import default_database_url, get_engine
 
     with Session(get_engine(args.database_url or default_database_url())) as session:
@@ -127,17 +122,36 @@ def report_command(args: argparse.Namespace) -> int:
         except LookupError as error:
             print_problems(error)
             return EXIT_BAD_INPUT
-        if args.format == "html":
-            sys.stdout.write(html_report(session=session, run=run))
-        elif args.format == "junit":
-            sys.stdout.write(junit_xml(session=session, run=run))
-        elif args.format == "md":
-            sys.stdout.writelines(markdown_report(session=session, run=run))
-        else:
-            with tempfile.TemporaryDirectory() as folder:
-                files = write_reports(session=session, run=run, directory=Path(folder))
-                sys.stdout.write(files.json.read_text())
+        try:
+            _print_report(session, run, args.format)
+        except BrokenPipeError:  # `proctor report RUN | head`: the reader has what it wanted
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
     return EXIT_PASSED
+
+
+def _print_report(session: Any, run: Any, kind: str) -> None:
+    import tempfile
+
+    from proctor.reporting import write_reports
+    from proctor.reporting.html import html_report
+    from proctor.reporting.junit import junit_xml
+    from proctor.reporting.reports import markdown_report
+    from proctor.reporting.vanna import vanna_report
+
+    if kind == "html":
+        sys.stdout.write(html_report(session=session, run=run))
+    elif kind == "junit":
+        sys.stdout.write(junit_xml(session=session, run=run))
+    elif kind == "md":
+        sys.stdout.writelines(markdown_report(session=session, run=run))
+    elif kind == "vanna":
+        sys.stdout.writelines(vanna_report(session=session, run=run))
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            files = write_reports(session=session, run=run, directory=Path(folder))
+            sys.stdout.write(files.json.read_text())
+    sys.stdout.flush()
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -155,6 +169,17 @@ def compare_command(args: argparse.Namespace) -> int:
         change = compare_runs(
             session=session, baseline_id=baseline.id, run_id=run.id, significance=args.significance
         )
+        different = baseline.suite_id != run.suite_id
+        suites = f"{baseline.suite_id!r} and {run.suite_id!r}"
+    if not change.compared:
+        print_problems(
+            ValueError(
+                f"runs {args.run_a} and {args.run_b} share no case (suites {suites}): nothing to compare"
+            )
+        )
+        return EXIT_BAD_INPUT
+    if different:
+        print(f"different suites ({suites}): comparing the {change.compared} case(s) both ran")
     print_regression(change)
     return EXIT_FAILED if change.regressed else EXIT_PASSED
 

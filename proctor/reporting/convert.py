@@ -12,7 +12,15 @@ from typing import Any
 from proctor.models.agentflow import CriterionResult, EvalCaseResult
 from proctor.models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
-from proctor.models.vanna import AgentResult, EvaluationResult, TestCase, TestCaseResult, UiComponent, User
+from proctor.models.vanna import (
+    AgentResult,
+    EvaluationResult,
+    ExpectedOutcome,
+    TestCase,
+    TestCaseResult,
+    UiComponent,
+    User,
+)
 
 
 def iso(moment: datetime | None) -> str:
@@ -96,14 +104,40 @@ def eval_case_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> Eval
     )
 
 
+def components(turns: list[dict[str, Any]]) -> list[UiComponent]:
+    """What the agent showed, turn by turn: the components it reported, else its answer as
+    one `rich_text` component (what `EfficiencyEvaluator` counted)."""
+    shown: list[UiComponent] = []
+    for turn in turns:
+        reported = (turn.get("metadata") or {}).get("components")
+        if reported:
+            shown += [
+                UiComponent(type=c["type"], content=c.get("content") or "", metadata=c.get("metadata") or {})
+                for c in reported
+            ]
+        elif turn.get("response"):
+            shown.append(UiComponent(type="rich_text", content=turn["response"]))
+    return shown
+
+
 def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRun) -> TestCaseResult:
     """Vanna's `TestCaseResult`: the agent's result and one `EvaluationResult` per metric."""
     agent_error = next((turn.get("error") for turn in row.turns if turn.get("error")), None)
+    source = getattr(row, "vanna_case", None) or {}
+    expected = source.get("expected_outcome")
+    test_case = TestCase(
+        id=row.case_id,
+        user=User.model_validate(source.get("user") or {}),
+        message=row.input,
+        conversation_id=source.get("conversation_id"),
+        expected_outcome=ExpectedOutcome.model_validate(expected) if expected else None,
+        metadata=source.get("metadata") or {},
+    )
     return TestCaseResult(
-        test_case=TestCase(id=row.case_id, user=User(), message=row.input),
+        test_case=test_case,
         agent_result=AgentResult(
             test_case_id=row.case_id,
-            components=[UiComponent(type="rich_text", content=row.response or "")],
+            components=components(row.turns),
             tool_calls=list(row.tool_calls),
             execution_time_ms=row.agent_ms,
             total_tokens=row.total_tokens,

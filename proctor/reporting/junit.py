@@ -29,7 +29,10 @@ class JUnitBuilder:
     def __init__(self, run: EvalRun) -> None:
         self.run = run
         self.suite = ET.Element(
-            "testsuite", name=xml_text(run.suite_name), timestamp=str(run.started_at), id=str(run.id)
+            "testsuite",
+            name=xml_text(run.suite_name),
+            timestamp=run.started_at.replace(tzinfo=None, microsecond=0).isoformat(),  # JUnit's ISO 8601
+            id=str(run.id),
         )
         self.counts = {"tests": 0, "failures": 0, "errors": 0}
         self.testcases: list[str] = []

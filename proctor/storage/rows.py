@@ -18,6 +18,19 @@ def case_row_id(run_id: uuid.UUID, case_id: str, attempt: int = 0) -> uuid.UUID:
     return uuid.uuid5(run_id, case_id if attempt == 0 else f"{case_id}#{attempt}")
 
 
+def vanna_case(case: Case) -> dict[str, Any]:
+    """The Vanna test case's own fields, kept for `proctor report --format vanna`."""
+    if case.source_format != "vanna":
+        return {}
+    metadata = {k: v for k, v in case.metadata.items() if k not in ("user", "expected_outcome")}
+    return {
+        "user": case.metadata.get("user") or {},
+        "expected_outcome": case.metadata.get("expected_outcome") or None,
+        "conversation_id": case.session.thread_id,
+        "metadata": metadata,
+    }
+
+
 def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> dict[str, Any]:
     usage = outcome.usage
     final = outcome.state.is_final
@@ -49,6 +62,7 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
             for processed in outcome.processed_files
         ],
         "tags": list(case.tags),
+        "vanna_case": vanna_case(case),
         "files_ms": outcome.files_ms,
         "agent_ms": outcome.agent_ms,
         "evaluation_ms": outcome.evaluation_ms,

@@ -7,6 +7,7 @@ import asyncio
 import json
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -123,6 +124,8 @@ class _AgentService:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 service.seen.append((body, {k.lower(): v for k, v in self.headers.items()}))
                 message = body["message"]
+                if message == "slow":
+                    time.sleep(1.5)
                 if message == "crash":
                     status, payload = 500, b'{"error": "boom"}'
                 elif message == "html":
@@ -187,3 +190,12 @@ def test_a_failing_http_agent_raises_a_clear_error(http_agent, message: str, err
     target, _ = http_agent
     with pytest.raises(Exception, match=error):
         _invoke(target, _request(message))
+
+
+def test_an_http_agent_that_times_out_says_so(http_agent, tmp_path: Path) -> None:
+    target, service = http_agent
+    (tmp_path / "impatient.yaml").write_text(
+        f"url: {service.url}\nrequest: {{message: '{{{{ input }}}}'}}\nresponse: {{answer: output.text}}\ntimeout_s: 0.3\n"
+    )
+    with pytest.raises(Exception, match=r"ReadTimeout: no answer within 0.3 s$"):
+        _invoke(f"http:{tmp_path / 'impatient.yaml'}", _request("slow"))
