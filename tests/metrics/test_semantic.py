@@ -43,3 +43,16 @@ def test_without_the_extra_the_suite_is_refused_with_the_install_command(monkeyp
     monkeypatch.setattr(semantic, "embeddings_available", lambda: False)
     with pytest.raises(MetricConfigError, match=r"pip install -e '.\[embeddings\]'"):
         REGISTRY.build(MetricSpec(name="semantic_similarity"))
+
+
+@needs_extra
+def test_loading_the_model_draws_no_progress_bar() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from proctor.metrics.semantic import cosine_similarities; print(cosine_similarities([('a', 'b')]))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr and "it/s" not in done.stderr
