@@ -20,6 +20,8 @@ from proctor.cli.console import (
 )
 from proctor.cli.stored import find_run, resolve_run_id
 
+FAILING_SHOWN = 20
+
 
 def summary_table(summary: Any, database_url: str) -> None:
     from rich.console import Console
@@ -28,7 +30,7 @@ def summary_table(summary: Any, database_url: str) -> None:
 
     from proctor.costs import run_totals
     from proctor.models.tables import EvalRun
-    from proctor.reporting import case_rows
+    from proctor.reporting.summary import failing_cases
     from proctor.storage import get_engine
     from proctor.storage.runs import metric_stats
 
@@ -37,7 +39,7 @@ def summary_table(summary: Any, database_url: str) -> None:
     with Session(engine) as session:
         run = session.get(EvalRun, summary.run_id)
         stats = metric_stats(session=session, run_id=summary.run_id)
-        rows = case_rows(session=session, run=run, limit=20)
+        failing, failing_total = failing_cases(session=session, run=run, limit=FAILING_SHOWN)
         totals = run_totals(session=session, run_id=summary.run_id)
     label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
     metrics = Table(title=f"{escape(label)}: metrics", title_justify="left")
@@ -50,14 +52,18 @@ def summary_table(summary: Any, database_url: str) -> None:
             escape(name), str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls
         )
     console.print(metrics)
-    failing = [row for row in rows if not row["passed"]]
     if failing:
         table = Table(title="failing cases", title_justify="left")
-        for column in ("case", "state", "why"):
+        for column in ("case", "state", "why") if run.repeat <= 1 else ("case", "failed", "state", "why"):
             table.add_column(column)
-        for row in failing:
-            table.add_row(escape(str(row["case"])), escape(str(row["state"])), escape(str(row["why"])))
+        for case in failing:
+            counts = [] if run.repeat <= 1 else [f"{case['failed']}/{case['runs']}"]
+            table.add_row(escape(case["case"]), *counts, escape(case["state"]), escape(case["why"]))
         console.print(table)
+        if failing_total > len(failing):
+            console.print(
+                f"… and {failing_total - len(failing)} more failing cases (see the report)", highlight=False
+            )
     colour = "green" if summary.failed == 0 else "red"
     rate = f"{summary.pass_rate:.1f}%" if summary.pass_rate is not None else "n/a"
     console.print(

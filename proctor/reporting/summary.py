@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session
+from sqlalchemy import func
+from sqlmodel import Session, col, select
 
 from proctor.costs import run_totals
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
@@ -45,6 +46,45 @@ def case_rows(*, session: Session, run: EvalRun, limit: int = MAX_TABLE_ROWS) ->
             for r in iter_results(session=session, run_id=run.id, passed=True, limit=limit - len(rows))
         ]
     return rows
+
+
+def failing_cases(*, session: Session, run: EvalRun, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """Up to `limit` cases that did not pass, one entry per case however many repeats it had
+    (with how many of them failed), and how many cases did not pass in all."""
+    total = session.exec(
+        select(func.count(func.distinct(CaseResultRow.case_id))).where(
+            CaseResultRow.run_id == run.id, col(CaseResultRow.passed).is_not(True)
+        )
+    ).one()
+    by_case: dict[str, dict[str, Any]] = {}
+    for row, metrics in iter_results(session=session, run_id=run.id, passed=False):
+        entry = by_case.get(row.case_id)
+        if entry is None:
+            if len(by_case) == limit:
+                break
+            entry = by_case[row.case_id] = {
+                "case": row.case_name or row.case_id,
+                "state": row.state,
+                "why": failure_reason(row, metrics),
+                "failed": 0,
+            }
+        entry["failed"] += 1
+    for entry, runs in zip(by_case.values(), _runs_per_case(session, run, list(by_case)), strict=True):
+        entry["runs"] = runs
+    return list(by_case.values()), int(total)
+
+
+def _runs_per_case(session: Session, run: EvalRun, case_ids: list[str]) -> list[int]:
+    if not case_ids:
+        return []
+    counts = dict(
+        session.exec(
+            select(CaseResultRow.case_id, func.count())
+            .where(CaseResultRow.run_id == run.id, col(CaseResultRow.case_id).in_(case_ids))
+            .group_by(CaseResultRow.case_id)
+        ).all()
+    )
+    return [int(counts.get(case_id, 0)) for case_id in case_ids]
 
 
 def summary_markdown(*, session: Session, run: EvalRun, report_dir: str | None = None) -> str:
