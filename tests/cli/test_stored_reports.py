@@ -87,3 +87,18 @@ def test_a_report_cut_short_by_its_reader_ends_quietly_and_junit_times_are_iso(r
     junit = subprocess.run([*proctor, "--format", "junit"], capture_output=True, text=True, timeout=300)
     stamp = ET.fromstring(junit.stdout.split("?>", 1)[1]).get("timestamp")
     assert len(stamp) == 19 and stamp[10] == "T"  # 2026-11-23T08:35:56
+
+
+def test_names_inside_code_spans_are_not_backslash_escaped(runs, sqlite_url: str, tmp_path: Path) -> None:
+    from sqlmodel import Session
+
+    from proctor.cli.stored import find_run
+    from proctor.reporting.summary import summary_markdown
+    from proctor.storage import get_engine
+
+    charts, _ = runs
+    with Session(get_engine(sqlite_url)) as session:
+        run = find_run(session, charts)
+        artifact = summary_markdown(session=session, run=run, report_dir=str(tmp_path / "reports_here"))
+    assert "_" in run.agent and f"Agent `{run.agent}`" in artifact
+    assert f"`{tmp_path / 'reports_here'}`" in artifact
