@@ -1,8 +1,8 @@
 """What a run spent: agent and judge tokens, cached judge calls, and an estimated cost.
 
-The cost comes from a small price table (US dollars per million tokens, list prices as
-published in November 2026; `PROCTOR_PRICES` may name a JSON file `{"model": [input, output]}`
-that adds to or overrides it). A model the table does not know makes the estimate "unknown",
+The cost comes from the price table of the `cost` metric (US dollars per million tokens, list
+prices); `PROCTOR_PRICES` may name a JSON file `{"model": [input, output]}` that adds to or
+overrides it. A model the table does not know makes the estimate "unknown",
 never 0: a total that silently leaves out an unpriced model would read as cheaper than it was.
 The agent's model is not known to Proctor (any callable can be an agent), so agent tokens are
 counted but priced only when there are none.
@@ -23,20 +23,16 @@ from sqlmodel import Session, select
 from proctor.models.tables import CaseResultRow, MetricResultRow
 
 PRICES_ENV = "PROCTOR_PRICES"
-# model -> (input, output) in USD per million tokens
-PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-    "claude-3-5-haiku": (0.80, 4.00),
-    "claude-3-5-sonnet": (3.00, 15.00),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "gemini-1.5-pro": (1.25, 5.00),
-}
+
+
+def _table() -> dict[str, tuple[float, float]]:
+    """The `cost` metric's built-in table (one table of list prices in Proctor), plus
+    `PROCTOR_PRICES`."""
+    from proctor.metrics.budget import DEFAULT_PRICES
+
+    table = {model: (p.input_per_million, p.output_per_million) for model, p in DEFAULT_PRICES.items()}
+    extra = os.environ.get(PRICES_ENV)
+    return table | _extra_prices(extra) if extra else table
 
 
 @lru_cache(maxsize=4)
@@ -48,10 +44,7 @@ def _extra_prices(path: str) -> dict[str, tuple[float, float]]:
 def price_of(model: str) -> tuple[float, float] | None:
     """The model's (input, output) price per million tokens; a dated snapshot name
     (`gpt-4o-mini-2024-07-18`) is priced as its model. None when unknown."""
-    table = dict(PRICES_PER_MILLION)
-    extra = os.environ.get(PRICES_ENV)
-    if extra:
-        table |= _extra_prices(extra)
+    table = _table()
     if model in table:
         return table[model]
     prefixes = [name for name in table if model.startswith(name + "-")]
