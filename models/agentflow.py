@@ -7,6 +7,7 @@ written for agentflow loads here unchanged and `EvalSet.save` writes one agentfl
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -46,7 +47,9 @@ class ToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt field is an error, not a lost expectation
 
     name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    # None: the call was written without arguments (ADK's `FunctionCall.args` unset). Proctor's
+    # own metrics read it as {}; ADK's metrics, like ADK, do not (None != {}).
+    args: dict[str, Any] | None = Field(default_factory=dict)
     call_id: str | None = None
     result: Any | None = None
 
@@ -61,7 +64,7 @@ class ToolCall(BaseModel):
         """Whether `other` is the same call: same name, and args / call id when asked."""
         if self.name != other.name:
             return False
-        if check_args and self.args != other.args:
+        if check_args and (self.args or {}) != (other.args or {}):
             return False
         return not (check_call_id and self.call_id != other.call_id)
 
@@ -185,10 +188,22 @@ class MatchType(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> MatchType | None:
-        # Suites written by hand use "exact", "in_order", "any-order" alike.
+        # Suites written by hand use "exact", "in_order", "any-order", "in order" alike; ADK's
+        # own `ToolTrajectoryCriterion.MatchType` is numbered EXACT=0, IN_ORDER=1, ANY_ORDER=2.
         if isinstance(value, str):
-            return cls.__members__.get(value.strip().upper().replace("-", "_"))
+            return cls.__members__.get(value.strip().upper().replace("-", "_").replace(" ", "_"))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(cls):
+            return list(cls)[value]
         return None
+
+    @classmethod
+    def from_adk(cls, value: object) -> object:
+        """`value` as a MatchType when ADK would read it as one; otherwise unchanged, for
+        validation to reject with the allowed values."""
+        try:
+            return cls(value)
+        except ValueError:
+            return value
 
 
 class Rubric(BaseModel):
@@ -237,11 +252,30 @@ class UserSimulatorConfig(BaseModel):
     instructions: str = ""
 
 
+_CAMEL_HUMP = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake_case_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """ADK's criteria accept camelCase (`matchType`, `ignoreArgs`, `judgeModelOptions`...) as
+    well as snake_case; one field written both ways is an error, not a silent choice."""
+    converted: dict[str, Any] = {}
+    for key, value in fields.items():
+        name = _CAMEL_HUMP.sub("_", key).lower() if isinstance(key, str) else key
+        if name in converted:
+            raise ValueError(f"{name!r} is given twice (once in camelCase); give it once")
+        converted[name] = (
+            snake_case_fields(value) if name == "judge_model_options" and isinstance(value, dict) else value
+        )
+    return converted
+
+
 def _threshold_shorthand(spec: Any) -> Any:
     """A bare number is a threshold; ADK-style rubrics (rubricId/rubricContent) are kept apart
     from agentflow's `Rubric`s, for the metric that reads them."""
     if isinstance(spec, int | float) and not isinstance(spec, bool):
         return {"threshold": spec}
+    if isinstance(spec, dict):
+        spec = snake_case_fields(spec)
     rubrics = spec.get("rubrics") if isinstance(spec, dict) else None
     adk_ids = {"rubricId", "rubric_id"}
     if isinstance(rubrics, list) and any(isinstance(r, dict) and adk_ids & set(r) for r in rubrics):

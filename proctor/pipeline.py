@@ -169,9 +169,14 @@ async def _agent_turn(
             tool_calls=response.tool_calls,
             usage=response.usage,
             latency_ms=_elapsed_ms(started),
-            metadata={"components": [c.model_dump() for c in response.components]}
-            if response.components
-            else {},
+            metadata={
+                **(
+                    {"components": [c.model_dump() for c in response.components]}
+                    if response.components
+                    else {}
+                ),
+                **response.metadata,
+            },
         )
         history += [{"role": "user", "content": text}, {"role": "assistant", "content": response.answer}]
     if started > asked:

@@ -25,6 +25,10 @@ def _configured_agent(kind: str, config: str) -> Callable[..., Any]:
     from proctor.loaders.errors import SuiteError
 
     path = Path(config)
+    if kind == "adk":  # an ADK agent package folder, run by google-adk's own Runner
+        from proctor.agents.adk_agent import load_adk_agent
+
+        return load_adk_agent(path)
     if not path.is_file():
         raise AgentLoadError(f"agent target '{kind}:{config}': config file {path} not found")
     try:

@@ -13,7 +13,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="evaluate a suite with an agent")
     run.add_argument(
         "suite",
-        help="a suite file (.evalset.json, .test.json, agent.yaml, Vanna dataset) or a folder of them",
+        help="a suite file (.evalset.json, .test.json, agent.yaml, Vanna dataset) or a folder of them; "
+        "FILE:id1,id2 runs only those cases, as adk eval does",
     )
     run.add_argument("--agent", help="agent target 'module:attr' or 'file.py:attr' (default: the suite's)")
     run.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")

@@ -83,8 +83,11 @@ def run_command(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
     quiet_prefect(args.verbose)
     from proctor.loaders import Problem, SuiteError, discover, slug
+    from proctor.loaders.discover import split_case_selector
     from proctor.models.request import EvaluationRequest
 
+    args.suite, selected = split_case_selector(args.suite)  # adk eval's FILE:case_id,case_id
+    args.cases = [*args.cases, *selected]
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
     bad_meta = [item for item in args.metadata if "=" not in item]
     if bad_meta:

@@ -14,8 +14,49 @@ from proctor.loaders.errors import Problem, SuiteError, found, problems_from_val
 from proctor.loaders.metric_specs import (
     specs_from_eval_config,
 )
+from proctor.metrics.adk_judged import RUBRIC_METRICS, RUBRIC_TYPES, effective_rubrics
+from proctor.metrics.registry import REGISTRY
 from proctor.models.agentflow import EvalConfig
-from proctor.models.case import Suite
+from proctor.models.case import Case, MetricSpec, Suite
+
+
+def rubric_problems(
+    file: str, cases: list[Case], specs: list[MetricSpec], warnings: list[str]
+) -> list[Problem]:
+    """ADK's rubric metrics need rubrics for every invocation (criterion, case or invocation);
+    a case or invocation rubric whose `type` no configured rubric metric reads is named, since
+    ADK would skip it without a word."""
+    problems: list[Problem] = []
+    metrics = [REGISTRY.build(spec) for spec in specs if spec.enabled and spec.name in RUBRIC_METRICS]
+    read_types = {metric.rubric_type for metric in metrics}
+    for index, case in enumerate(cases):
+        scoped = [*case.metadata.get("adk_rubrics", [])]
+        scoped += [rubric for turn in case.turns for rubric in turn.metadata.get("adk_rubrics", [])]
+        unread = sorted({str(r.get("rubric_id")) for r in scoped if r.get("type") not in read_types})
+        if unread:
+            warnings.append(
+                f"{file}: eval_cases[{index}]: rubric(s) {', '.join(unread)} are read by no configured "
+                "metric: ADK's rubric metrics read only rubrics of their own type "
+                f"({', '.join(sorted(RUBRIC_TYPES))})"
+            )
+        for metric in metrics:
+            for turn in case.turns:
+                try:
+                    found_rubrics = effective_rubrics(metric.rubrics, case, turn, metric.rubric_type)
+                except ValueError as error:
+                    problems.append(Problem(file, f"eval_cases[{index}].rubrics", str(error)))
+                    break
+                if not found_rubrics:
+                    problems.append(
+                        Problem(
+                            file,
+                            f"eval_cases[{index}]",
+                            f"{metric.name} needs rubrics: give them in its criterion, or on the case "
+                            f"or invocation with type {metric.rubric_type}",
+                        )
+                    )
+                    break
+    return problems
 
 
 def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) -> Suite:
@@ -44,11 +85,12 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
         )
         problems.append(Problem(str(path), "", f"not a valid ADK eval file: {detail}"))
         cases = []
+    problems += rubric_problems(str(path), cases, specs, warnings)
     for index, case in enumerate(cases):
         if not case.turns or not all(turn.input for turn in case.turns):
             where = f"eval_cases[{index}].conversation" if not legacy else "query"
             problems.append(Problem(str(path), where, "every invocation needs user text"))
-    snake = adk.snake_keys(document) if not legacy else {}
+    snake = adk.snake_keys(document) if not legacy and not problems else {}
     suite_id = str(snake.get("eval_set_id") or path.name.removesuffix(".json").removesuffix(".test"))
     problems += duplicate_ids(str(path), cases, "eval_cases")
     if not legacy:

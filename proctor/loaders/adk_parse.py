@@ -8,6 +8,7 @@ and `response_match_score` 0.8.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -18,18 +19,54 @@ from proctor.models.case import Case, MetricSpec, Turn
 
 ADK_DEFAULT_CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+KEEP_AS_GIVEN = {"args", "state", "tool_input", "final_session_state", "response"}  # user data, not fields
+
+# The fields google-adk 2.13.0's models define (eval_set.py, eval_case.py, eval_rubrics.py,
+# conversation_scenarios.py); `metadata` on the set is Proctor's (agent, eval_config).
+EVAL_SET_FIELDS = {"eval_set_id", "name", "description", "eval_cases", "creation_timestamp", "metadata"}
+EVAL_CASE_FIELDS = {
+    "eval_id",
+    "conversation",
+    "conversation_scenario",
+    "session_input",
+    "creation_timestamp",
+    "rubrics",
+    "final_session_state",
+}
+INVOCATION_FIELDS = {
+    "invocation_id",
+    "user_content",
+    "final_response",
+    "intermediate_data",
+    "creation_timestamp",
+    "duration",
+    "model_duration",
+    "tool_duration",
+    "rubrics",
+    "app_details",
+}
+INTERMEDIATE_FIELDS = {"tool_uses", "tool_responses", "intermediate_responses", "invocation_events"}
+SCENARIO_FIELDS = {"starting_prompt", "conversation_plan", "user_persona"}
+SESSION_FIELDS = {"app_name", "user_id", "session_id", "state"}
+RUBRIC_FIELDS = {"rubric_id", "rubric_content", "description", "type"}
 
 
-def snake_keys(value: Any) -> Any:
-    """camelCase keys to snake_case, recursively (ADK writes either); tool args are kept as given."""
+def snake_keys(value: Any, where: str = "") -> Any:
+    """camelCase keys to snake_case, recursively (ADK writes either); tool args and state are
+    kept as given. A key written both ways (`eval_cases` and `evalCases`) is an error."""
     if isinstance(value, list):
-        return [snake_keys(item) for item in value]
+        return [snake_keys(item, f"{where}[{index}]") for index, item in enumerate(value)]
     if not isinstance(value, dict):
         return value
     converted = {}
     for key, item in value.items():
         name = _CAMEL.sub("_", key).lower() if isinstance(key, str) else key
-        converted[name] = item if name in {"args", "state", "tool_input"} else snake_keys(item)
+        if name in converted:
+            raise AdkFormatError(
+                name, where, f"one spelling of the field, not both {name!r} and its camelCase form"
+            )
+        at = f"{where}.{name}" if where else str(name)
+        converted[name] = item if name in KEEP_AS_GIVEN else snake_keys(item, at)
     return converted
 
 
@@ -53,6 +90,17 @@ def _field(mapping: dict[str, Any], name: str, where: str, kind: type, expected:
     return value
 
 
+def check_fields(mapping: dict[str, Any], allowed: set[str], where: str) -> None:
+    """An unknown key is an error naming it (and the field it was probably meant to be)."""
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise AdkFormatError(
+                None, where, f"one of the fields {', '.join(sorted(allowed))}; {key!r} is unknown{hint}"
+            )
+
+
 def _entry(value: Any, where: str, expected: str = "a mapping") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise AdkFormatError(None, where, expected, value)
@@ -71,6 +119,8 @@ def is_adk_evalset(document: Any) -> bool:
         return False
     cases = document.get("eval_cases") or document.get("evalCases") or []
     for case in cases if isinstance(cases, list) else []:
+        if isinstance(case, dict) and {"conversation_scenario", "conversationScenario"} & set(case):
+            return True  # a simulated-user case: only ADK writes these
         conversation = case.get("conversation") if isinstance(case, dict) else None
         for invocation in conversation if isinstance(conversation, list) else []:
             if not isinstance(invocation, dict):
@@ -106,17 +156,18 @@ def content_text(content: dict[str, Any] | None, where: str = "") -> str:
 
 def _tool_call(use: Any, where: str) -> ToolCall:
     use = _entry(use, where, "a function call {name, args}")
-    call_id = use.get("id")
+    call_id, args = use.get("id"), use.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise AdkFormatError("args", where, "a mapping of arguments", args)
     return ToolCall(
-        name=_name(use, "name", where),
-        args=_field(use, "args", where, dict, "a mapping of arguments"),
-        call_id=None if call_id is None else str(call_id),
+        name=_name(use, "name", where), args=args, call_id=None if call_id is None else str(call_id)
     )
 
 
 def _tool_uses(invocation: dict[str, Any], where: str) -> list[ToolCall]:
     data = _field(invocation, "intermediate_data", where, dict, "a mapping with tool_uses")
     where = f"{where}.intermediate_data"
+    check_fields(data, INTERMEDIATE_FIELDS, where)
     uses = _field(data, "tool_uses", where, list, "a list of function calls")
     if uses:
         return [_tool_call(use, f"{where}.tool_uses[{index}]") for index, use in enumerate(uses)]
@@ -139,37 +190,100 @@ def _case_id(case: dict[str, Any], where: str) -> str:
     return str(eval_id)
 
 
+def _rubrics(owner: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """ADK `Rubric`s (rubric_id, rubric_content.text_property, description, type), checked."""
+    rubrics = _field(owner, "rubrics", where, list, "a list of rubrics")
+    for index, rubric in enumerate(rubrics):
+        at = f"{where}.rubrics[{index}]"
+        check_fields(_entry(rubric, at, "a rubric {rubric_id, rubric_content}"), RUBRIC_FIELDS, at)
+        _name(rubric, "rubric_id", at)
+        content = _field(rubric, "rubric_content", at, dict, "a mapping with text_property")
+        check_fields(content, {"text_property"}, f"{at}.rubric_content")
+    return rubrics
+
+
+def _intermediate_texts(invocation: dict[str, Any], where: str) -> list[str]:
+    """The texts of `intermediate_data.intermediate_responses`: [(author, [parts])]."""
+    data = _field(invocation, "intermediate_data", where, dict, "a mapping with tool_uses")
+    texts = []
+    for index, entry in enumerate(_field(data, "intermediate_responses", where, list, "a list")):
+        if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[1], list):
+            raise AdkFormatError(
+                "intermediate_responses", f"{where}[{index}]", "a pair [author, [parts]]", entry
+            )
+        text = content_text({"parts": entry[1]}, f"{where}.intermediate_responses[{index}]")
+        if text:
+            texts.append(text)
+    return texts
+
+
+def _turns(conversation: list[Any], where: str) -> list[Turn]:
+    turns = []
+    for index, invocation in enumerate(conversation):
+        at = f"{where}.conversation[{index}]"
+        invocation = _entry(invocation, at, "an invocation mapping")
+        check_fields(invocation, INVOCATION_FIELDS, at)
+        user = _field(invocation, "user_content", at, dict, "a Content mapping with parts")
+        final = _field(invocation, "final_response", at, dict, "a Content mapping with parts")
+        rubrics = _rubrics(invocation, at)
+        turns.append(
+            Turn(
+                turn_id=str(invocation.get("invocation_id") or f"turn_{index + 1}"),
+                input=content_text(user, f"{at}.user_content"),
+                expected_tool_calls=_tool_uses(invocation, at),
+                expected_response=content_text(final, f"{at}.final_response") or None,
+                expected_intermediate_responses=_intermediate_texts(invocation, at),
+                metadata={"adk_rubrics": rubrics} if rubrics else {},
+            )
+        )
+    return turns
+
+
+def _scenario_turns(scenario: dict[str, Any], where: str) -> list[Turn]:
+    """A `conversation_scenario` case: the simulated user opens with `starting_prompt`."""
+    at = f"{where}.conversation_scenario"
+    check_fields(scenario, SCENARIO_FIELDS, at)
+    for name in ("starting_prompt", "conversation_plan"):
+        if not isinstance(scenario.get(name), str) or not scenario[name].strip():
+            raise AdkFormatError(name, at, "a non-empty string", scenario.get(name))
+    return [Turn(turn_id="sim_1", input=scenario["starting_prompt"])]
+
+
 def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tuple[list[Case], list[str]]:
+    """ADK `EvalCase`s as cases. A case has a `conversation` or a `conversation_scenario` (a
+    simulated user plays it), not both, as ADK's own validator requires."""
     document = snake_keys(document)
+    check_fields(document, EVAL_SET_FIELDS, "")
     cases, warnings = [], []
     for number, case in enumerate(_field(document, "eval_cases", "", list, "a list of eval cases")):
         where = f"eval_cases[{number}]"
         case = _entry(case, where, "an eval case mapping")
-        turns = []
-        conversation = _field(case, "conversation", where, list, "a list of invocations")
-        for index, invocation in enumerate(conversation):
-            at = f"{where}.conversation[{index}]"
-            invocation = _entry(invocation, at, "an invocation mapping")
-            user = _field(invocation, "user_content", at, dict, "a Content mapping with parts")
-            final = _field(invocation, "final_response", at, dict, "a Content mapping with parts")
-            turns.append(
-                Turn(
-                    turn_id=str(invocation.get("invocation_id") or f"turn_{index + 1}"),
-                    input=content_text(user, f"{at}.user_content"),
-                    expected_tool_calls=_tool_uses(invocation, at),
-                    expected_response=content_text(final, f"{at}.final_response") or None,
-                )
+        check_fields(case, EVAL_CASE_FIELDS, where)
+        conversation = case.get("conversation")
+        scenario = case.get("conversation_scenario")
+        if (conversation is None) == (scenario is None):
+            raise AdkFormatError(
+                None, where, "exactly one of conversation and conversation_scenario (as ADK requires)"
+            )
+        metadata: dict[str, Any] = {}
+        if scenario is not None:
+            scenario = _field(case, "conversation_scenario", where, dict, "a mapping with starting_prompt")
+            turns = _scenario_turns(scenario, where)
+            metadata["conversation_scenario"] = scenario
+        else:
+            turns = _turns(_field(case, "conversation", where, list, "a list of invocations"), where)
+        rubrics = _rubrics(case, where)
+        if rubrics:
+            metadata["adk_rubrics"] = rubrics
+        if case.get("final_session_state"):
+            metadata["final_session_state"] = case["final_session_state"]
+            warnings.append(
+                f"{where}.final_session_state is kept with the case but not scored: "
+                "no ADK 2.13.0 metric reads it"
             )
         session = _field(case, "session_input", where, dict, "a mapping with app_name, user_id, state")
+        check_fields(session, SESSION_FIELDS, f"{where}.session_input")
         state = _field(session, "state", f"{where}.session_input", dict, "a mapping")
-        metadata: dict[str, Any] = {}
-        scenario = _field(case, "conversation_scenario", where, dict, "a mapping with starting_prompt")
-        if scenario:  # a simulated user plays the conversation
-            metadata["conversation_scenario"] = scenario
-            if not turns:
-                turns = [
-                    Turn(turn_id="sim_1", input=str(scenario.get("starting_prompt") or "(simulated user)"))
-                ]
         cases.append(
             Case(
                 case_id=_case_id(case, where),
@@ -177,6 +291,7 @@ def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tup
                 metrics=specs,
                 metadata=metadata,
                 session=SessionInput(
+                    thread_id=str(session["session_id"]) if session.get("session_id") else None,
                     initial_state=state,
                     config={k: str(session[k]) for k in ("app_name", "user_id") if session.get(k)},
                 ),

@@ -19,6 +19,23 @@ SUITE_PATTERNS = (
 )
 
 
+def split_case_selector(target: str) -> tuple[str, list[str]]:
+    """`FILE:case_id,case_id` as `adk eval` reads it: the file, and the case ids to run.
+
+    A path that exists is taken whole (so a file name with a colon still works); otherwise the
+    first colon after a Windows drive prefix (`C:/`) splits it, anything after a second colon
+    is ignored and empty ids are dropped, as in ADK's `parse_and_get_evals_to_run`.
+    """
+    if Path(target).exists():
+        return target, []
+    drive = len(target) >= 3 and target[0].isascii() and target[0].isalpha() and target[1:2] == ":"
+    cut = target.find(":", 3 if drive and target[2] in "\\/" else 0)
+    if cut == -1:
+        return target, []
+    ids = target[cut + 1 :].split(":")[0].split(",")
+    return target[:cut], [case_id for case_id in ids if case_id.strip()]
+
+
 def discover(path: str | Path) -> list[Path]:
     """The suite files at `path`: the file itself, or every suite file below a folder, sorted."""
     path = Path(path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # Targets `KIND:config.yaml` that name a configured agent rather than a Python callable.
-CONFIGURED_AGENTS = ("openai", "http")
+CONFIGURED_AGENTS = ("openai", "http", "adk")
 
 
 def resolve_relative_target(target: str, base_dir: Path) -> str:

@@ -51,7 +51,7 @@ class MetricContext:
         for call in self.tool_calls:
             if call.result is not None:
                 result = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)
-                parts.append(f"{call.name}({json.dumps(call.args, default=str)}) -> {result}")
+                parts.append(f"{call.name}({json.dumps(call.args or {}, default=str)}) -> {result}")
         return "\n\n".join(parts)
 
     @property

@@ -21,7 +21,7 @@ from rouge_score import rouge_scorer, tokenizers
 from sacrebleu.metrics import BLEU
 
 from proctor.metrics.base import Metric, MetricContext, Score
-from proctor.metrics.response import is_mostly_latin, rouge_tokens
+from proctor.metrics.response import adk_tokens
 
 
 class ReferenceMetric(Metric):
@@ -68,22 +68,19 @@ def _bleu() -> BLEU:
 
 
 class _Tokenizer(tokenizers.Tokenizer):
-    """rouge-score's own tokenizer function, fed the caching stemmer: same tokens, faster."""
-
-    def __init__(self, use_stemmer: bool) -> None:
-        self.use_stemmer = use_stemmer
+    """ADK 2.13's ROUGE tokens (every script kept, ASCII words stemmed), as rouge-score wants them."""
 
     def tokenize(self, text: str) -> list[str]:
-        return rouge_tokens(text, self.use_stemmer)
+        return adk_tokens(text)
 
 
 @lru_cache(maxsize=8)
-def _rouge(variant: str, use_stemmer: bool) -> rouge_scorer.RougeScorer:
-    return rouge_scorer.RougeScorer([variant], tokenizer=_Tokenizer(use_stemmer))
+def _rouge(variant: str) -> rouge_scorer.RougeScorer:
+    return rouge_scorer.RougeScorer([variant], tokenizer=_Tokenizer())
 
 
 class Rouge(ReferenceMetric):
-    """ROUGE-1, ROUGE-2 or ROUGE-L F-measure (stemmed for Latin-script text, as ADK does)."""
+    """ROUGE-1, ROUGE-2 or ROUGE-L F-measure, tokenized as ADK 2.13 tokenizes (ASCII words stemmed)."""
 
     name = "rouge"
     default_threshold = 0.5
@@ -92,8 +89,7 @@ class Rouge(ReferenceMetric):
     variant: Literal["rouge1", "rouge2", "rougeL"] = "rougeL"
 
     def compare(self, answer: str, reference: str) -> float:
-        stem = is_mostly_latin(answer) and is_mostly_latin(reference)
-        return _rouge(self.variant, stem).score(target=reference, prediction=answer)[self.variant].fmeasure
+        return _rouge(self.variant).score(target=reference, prediction=answer)[self.variant].fmeasure
 
 
 def meteor(answer: str, reference: str, wordnet: Any = None) -> float:

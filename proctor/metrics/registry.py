@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.metrics.adk_names import ADK_METRICS_NOT_SCORED
 from proctor.metrics.base import Metric
 from proctor.models.case import MetricSpec
 
@@ -53,11 +54,11 @@ METRIC_LOCATIONS: dict[str, str] = {
     "safety": "judged:Safety",
     "factual_accuracy": "judged:FactualAccuracy",
     "geval": "judged:GEval",
-    "tool_trajectory_avg_score": "compat:ToolTrajectoryAvgScore",
-    "response_match_score": "compat:ResponseMatchScore",
-    "final_response_match_v2": "compat:FinalResponseMatchV2",
-    "rubric_based_final_response_quality_v1": "compat:RubricBasedFinalResponseQualityV1",
-    "hallucinations_v1": "compat:HallucinationsV1",
+    "tool_trajectory_avg_score": "adk:ToolTrajectoryAvgScore",
+    "response_match_score": "adk:ResponseMatchScore",
+    "final_response_match_v2": "adk_judged:FinalResponseMatchV2",
+    "rubric_based_final_response_quality_v1": "adk_judged:RubricBasedFinalResponseQualityV1",
+    "hallucinations_v1": "adk_judged:HallucinationsV1",
     "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
     "OutputEvaluator": "vanna:VannaOutputEvaluator",
     "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",
@@ -95,6 +96,8 @@ class MetricRegistry:
         if metric is not None:
             return metric
         location = self._locations.get(name)
+        if location is None and name in ADK_METRICS_NOT_SCORED:
+            raise MetricConfigError(f"ADK metric {name!r}: {ADK_METRICS_NOT_SCORED[name]}")
         if location is None:
             raise MetricConfigError(f"unknown metric {name!r}; valid metrics are: {', '.join(self.names())}")
         module, _, attribute = location.partition(":")

@@ -107,6 +107,20 @@ def test_a_bad_suite_exits_2_with_the_file_and_field(tmp_path: Path, capsys) -> 
     assert "Traceback" not in err
 
 
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_adk_evals_file_colon_case_ids_selects_cases(sqlite_url: str, tmp_path: Path, capsys) -> None:
+    selector = f"{EXAMPLE_SUITE}:basic_weather,greeting"
+    code = main(["run", selector, "--db", sqlite_url, "--output", str(tmp_path), "--no-progress"])
+    assert code == EXIT_PASSED
+    assert "2/2 passed" in capsys.readouterr().out
+
+
+def test_an_unknown_case_id_after_the_colon_exits_2(capsys) -> None:
+    assert main(["run", f"{EXAMPLE_SUITE}:greeting,nope"]) == EXIT_BAD_INPUT
+    assert "no case with id 'nope'" in capsys.readouterr().err
+
+
 def test_an_unknown_case_id_exits_2(capsys) -> None:
     assert main(["run", str(EXAMPLE_SUITE), "--case", "nope"]) == EXIT_BAD_INPUT
     assert "no case with id 'nope'" in capsys.readouterr().err

@@ -271,3 +271,50 @@ def test_every_quality_metric_passes_on_a_high_score_and_fails_on_a_low_one(
     api.script(judged(5), judged(1))
     high, low = _score(api, MetricSpec(name=name)), _score(api, MetricSpec(name=name))
     assert (high.score, high.passed, low.score, low.passed) == (1.0, True, 0.0, False)
+
+
+def _verdicts(**met: bool) -> str:
+    return json.dumps(
+        {"rubrics": [{"rubric_id": k, "verdict": "yes" if v else "no"} for k, v in met.items()]}
+    )
+
+
+def test_adk_rubrics_on_the_case_and_invocations_are_judged_and_pooled_as_adk_does(api: FakeOpenAI) -> None:
+    """Threshold only: the rubrics come from the case (every turn) and from one invocation,
+    those typed as ADK reads them (an untyped one is not sent). Turn 1 has 3 rubrics, 1 met;
+    turn 2 has 1, met. ADK pools every verdict: 2 of 4 = 0.5 (the mean of the turns' shares
+    would be 0.67)."""
+    typed = {"type": "FINAL_RESPONSE_QUALITY"}
+    case_rubric = {"rubric_id": "polite", "rubric_content": {"text_property": "Polite."}, **typed}
+    turn_rubrics = [
+        {"rubric_id": "hours", "rubric_content": {"text_property": "Gives the hours."}, **typed},
+        {"rubric_id": "source", "rubric_content": {"text_property": "Cites a source."}, **typed},
+        {"rubric_id": "untyped", "rubric_content": {"text_property": "Never sent."}},
+    ]
+    case = make_case(
+        Turn(turn_id="t1", input="When do you open?", metadata={"adk_rubrics": turn_rubrics}),
+        Turn(turn_id="t2", input="Thanks"),
+        metadata={"adk_rubrics": [case_rubric]},
+    )
+    turns = [
+        AgentTurn(turn_id="t1", input="When do you open?", response="At nine."),
+        AgentTurn(turn_id="t2", input="Thanks", response="You're welcome!"),
+    ]
+    # turn 1, three samples each: polite yes/no/no -> no; hours yes x3 -> yes; source no/no/yes -> no.
+    # turn 2: polite yes/yes/no -> yes.
+    api.script(
+        _verdicts(polite=True, hours=True, source=False),
+        _verdicts(polite=False, hours=True, source=False),
+        _verdicts(polite=False, hours=True, source=True),
+        _verdicts(polite=True),
+        _verdicts(polite=True),
+        _verdicts(polite=False),
+    )
+    spec = MetricSpec(name="rubric_based_final_response_quality_v1", threshold=0.5, args={"num_samples": 3})
+    result = _score(api, spec, make_ctx(case, *turns))
+    assert result.score == pytest.approx(2 / 4)
+    first_prompt = prompt_of(api.completions[0]["body"])
+    assert (
+        "Gives the hours." in first_prompt and "Polite." in first_prompt and "Never sent." not in first_prompt
+    )
+    assert "Gives the hours." not in prompt_of(api.completions[3]["body"])

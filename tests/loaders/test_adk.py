@@ -129,6 +129,7 @@ def test_a_conversation_scenario_becomes_a_simulated_user(tmp_path: Path) -> Non
     from proctor.simulator import SimulationPlan
 
     data = json.loads(ROLL_DIE.read_text())
+    data["eval_cases"][0]["conversation"] = None  # as ADK writes a simulated-user case
     data["eval_cases"][0]["conversation_scenario"] = {
         "starting_prompt": "Hi",
         "conversation_plan": "Roll twice",
@@ -137,6 +138,14 @@ def test_a_conversation_scenario_becomes_a_simulated_user(tmp_path: Path) -> Non
     suite = load_suite(tmp_path / "s.test.json")
     plan = SimulationPlan.for_case(suite.cases[0].metadata)
     assert (plan.starting_prompt, plan.goals) == ("Hi", ["Roll twice"])
+
+
+def test_a_case_with_both_a_conversation_and_a_scenario_is_refused_as_adk_refuses_it(tmp_path: Path) -> None:
+    data = json.loads(ROLL_DIE.read_text())
+    data["eval_cases"][0]["conversation_scenario"] = {"starting_prompt": "Hi", "conversation_plan": "Roll"}
+    (tmp_path / "s.test.json").write_text(json.dumps(data))
+    with pytest.raises(SuiteError, match=r"eval_cases\[0\]: expected exactly one of conversation and"):
+        load_suite(tmp_path / "s.test.json")
 
 
 def test_a_broken_adk_file_is_named(tmp_path: Path) -> None:

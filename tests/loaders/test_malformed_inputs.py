@@ -432,7 +432,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "adk camelCase intermediateData a list": Bad(
         {"a.test.json": adk_turn(intermediate_data=None, intermediateData=[])},
-        "a.test.json: not a valid ADK eval file: missing or malformed field 'intermediate_data' at eval_cases[0].conversation[0]: expected a mapping with tool_uses; found []",
+        "a.test.json: not a valid ADK eval file: missing or malformed field 'intermediate_data' at eval_cases[0].conversation[0]: expected one spelling of the field, not both 'intermediate_data' and its camelCase form",
     ),
     "adk session state a list": Bad(
         {"a.test.json": adk_case(session_input={"app_name": "a", "state": []})},

@@ -7,7 +7,7 @@ import json
 import pytest
 from rouge_score import rouge_scorer
 
-from proctor.metrics.response import ResponseMatch, is_mostly_latin, rouge1_fmeasure
+from proctor.metrics.response import ResponseMatch, adk_tokens, rouge1_fmeasure
 from proctor.models.case import Turn
 from tests.conftest import DICE, LAMP
 from tests.factories import agent_turn, make_case, make_ctx
@@ -53,27 +53,41 @@ def test_accented_latin_text_is_still_stemmed() -> None:
     assert rouge1_fmeasure("café running", "café run") == 1.0
 
 
-# -- which texts are stemmed --------------------------------------------------------------------
+# -- ADK 2.13's tokenizer: every script counts, ASCII words are stemmed ---------------------------
 
 
-@pytest.mark.parametrize("text", ["running dogs", "Crème brûlée à la carte", "42 + 7", ""])
-def test_latin_texts_and_texts_without_letters_count_as_latin(text: str) -> None:
-    assert is_mostly_latin(text) is True
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("好的，谢谢。", ["好", "的", "谢", "谢"]),  # one token per CJK character
+        ("Ｔｈｅ ＤＥＶＩＣＥＳ", ["the", "devic"]),  # full-width letters NFKC-normalised, then stemmed
+        ("Straße groß", ["straße", "groß"]),  # non-ASCII words kept whole, unstemmed
+        ("Привет, мир!", ["привет", "мир"]),
+        ("设备devices已关闭", ["设", "备", "devic", "已", "关", "闭"]),  # ASCII stemmed inside Chinese
+        ("สวัสดี", ["ส", "วั", "ส", "ดี"]),  # Thai: a base character with its combining marks
+        ("😀 done 🎉", ["done"]),
+    ],
+)
+def test_the_tokenizer_keeps_every_script_as_adk_does(text: str, tokens: list[str]) -> None:
+    assert adk_tokens(text) == tokens
 
 
-@pytest.mark.parametrize("text", ["東京の天気は晴れです", "Бегущие собаки", "東京の天気は晴れです running"])
-def test_texts_mostly_in_another_script_are_not_latin(text: str) -> None:
-    assert is_mostly_latin(text) is False
+def test_identical_chinese_answers_match_and_a_shared_digit_is_one_token_of_six() -> None:
+    assert rouge1_fmeasure("好的，谢谢。", "好的，谢谢。") == 1.0
+    # 订单3已取消 / 我喜欢数字3: only "3" is shared, 1 of 6 tokens each side
+    assert rouge1_fmeasure("我喜欢数字3。", "订单3已取消。") == pytest.approx(1 / 6)
 
 
-def test_a_mostly_non_latin_text_is_not_stemmed() -> None:
-    # The English words would match once stemmed; unstemmed, "running" != "run".
-    assert rouge1_fmeasure("東京の天気は晴れです running", "東京の天気は晴れです run") == 0.0
+def test_english_words_in_chinese_text_are_stemmed() -> None:
+    # 9 tokens against 4 ("the devic is off"), "devic" shared: F = 2 * (1/9 * 1/4) / (1/9 + 1/4) = 2/13,
+    # as ADK 2.13 scores it; no "mostly Latin" rule turns stemming off.
+    assert rouge1_fmeasure("设备devices已经关闭了好", "The device is off.") == pytest.approx(2 / 13)
 
 
-def test_one_non_latin_side_turns_stemming_off_for_both() -> None:
-    assert rouge1_fmeasure("running", "Бегущие собаки бегут run") == 0.0
-    assert rouge1_fmeasure("Бегущие собаки бегут running", "run") == 0.0
+def test_the_ascii_tokenizer_is_adk_before_2_6_and_drops_other_scripts() -> None:
+    assert rouge1_fmeasure("好的，谢谢。", "好的，谢谢。", tokenizer="ascii") == 0.0
+    assert rouge1_fmeasure("running dogs", "run dog", tokenizer="ascii") == 1.0
+    assert ResponseMatch(tokenizer="ascii").tokenizer == "ascii"
 
 
 # -- ResponseMatch ------------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""Google ADK agents run as they are: `--agent adk:path/to/agent_package`.
+
+The package is imported as `adk run` / `adk eval` import it (its parent folder on sys.path, the
+package's `root_agent`, found on the package or its `agent` module) and every turn goes
+through google-adk's own `Runner` with an in-memory session per case conversation, started
+from the case's session state. What ADK's eval records is kept: every function call with its
+arguments (as the model gave them) and result, the tokens of every model call
+(`usage_metadata`), the text given before the final answer, and the session state at the end.
+Needs the `adk` extra: `pip install -e '.[adk]'`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from proctor.agents.protocol import AgentRequest, AgentResponse
+from proctor.models.agentflow import ToolCall
+from proctor.models.outcome import TokenUsage
+from proctor.user_code import AgentLoadError
+
+USER_ID = "proctor"
+
+
+def _text(content: Any) -> str:
+    """The text parts of a genai `Content`, joined as ADK's evaluators join them."""
+    parts = getattr(content, "parts", None) or []
+    return "\n".join(part.text for part in parts if part.text and not getattr(part, "thought", False))
+
+
+def import_root_agent(folder: Path) -> Any:
+    """The `root_agent` of an ADK agent package, imported the way `adk eval` imports it."""
+    if not folder.is_dir():
+        raise AgentLoadError(f"agent target 'adk:{folder}': {folder} is not an agent package folder")
+    parent = str(folder.resolve().parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)
+    try:
+        package = importlib.import_module(folder.resolve().name)
+        agent = getattr(package, "root_agent", None)
+        if agent is None:
+            agent = getattr(importlib.import_module(f"{package.__name__}.agent"), "root_agent", None)
+    except ImportError as error:
+        raise AgentLoadError(f"agent target 'adk:{folder}': cannot import it: {error}") from None
+    if agent is None:
+        raise AgentLoadError(f"agent target 'adk:{folder}': no root_agent in the package or its agent.py")
+    return agent
+
+
+class AdkAgent:
+    """One ADK root agent behind Proctor's agent protocol; sessions keyed by conversation."""
+
+    def __init__(self, root_agent: Any, app_name: str) -> None:
+        from google.adk.runners import Runner
+        from google.adk.sessions import InMemorySessionService
+
+        self.app_name = app_name
+        self.sessions = InMemorySessionService()
+        self.runner = Runner(app_name=app_name, agent=root_agent, session_service=self.sessions)
+        self._session_ids: dict[str, str] = {}
+
+    async def _session_id(self, request: AgentRequest) -> str:
+        known = self._session_ids.get(request.thread_id)
+        if known is None:
+            session = await self.sessions.create_session(
+                app_name=self.app_name, user_id=USER_ID, state=dict(request.state)
+            )
+            known = self._session_ids[request.thread_id] = session.id
+        return known
+
+    async def __call__(self, request: AgentRequest) -> AgentResponse:
+        from google.genai import types
+
+        session_id = await self._session_id(request)
+        message = types.Content(role="user", parts=[types.Part(text=request.input)])
+        calls: list[ToolCall] = []
+        results: dict[str, Any] = {}
+        texts: list[str] = []
+        final = ""
+        prompt_tokens = completion_tokens = 0
+        async for event in self.runner.run_async(user_id=USER_ID, session_id=session_id, new_message=message):
+            usage = event.usage_metadata
+            if usage is not None:
+                prompt_tokens += usage.prompt_token_count or 0
+                completion_tokens += (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+            for call in event.get_function_calls():
+                calls.append(ToolCall(name=call.name, args=call.args, call_id=call.id))
+            for response in event.get_function_responses():
+                results[response.id or response.name] = response.response
+            text = _text(event.content)
+            if text and event.is_final_response():
+                final = text  # ADK's eval: the last final event with text is the final response
+            elif text:
+                texts.append(text)
+        for call in calls:
+            call.result = results.get(call.call_id or call.name)
+        session = await self.sessions.get_session(
+            app_name=self.app_name, user_id=USER_ID, session_id=session_id
+        )
+        return AgentResponse(
+            answer=final,
+            tool_calls=calls,
+            usage=TokenUsage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+            ),
+            metadata={
+                "session_state": dict(session.state) if session else {},
+                "intermediate_responses": texts,
+            },
+        )
+
+
+def load_adk_agent(folder: Path) -> AdkAgent:
+    try:
+        import google.adk  # noqa: F401
+    except ImportError:
+        raise AgentLoadError(
+            f"agent target 'adk:{folder}' needs google-adk: pip install -e '.[adk]'"
+        ) from None
+    return AdkAgent(import_root_agent(folder), app_name=folder.resolve().name)
