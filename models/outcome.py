@@ -103,6 +103,9 @@ class CaseOutcome(BaseModel):
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
     checkpointed: bool = Field(default=False, exclude=True)
+    # What storing the case changed (characters no database can store, replaced) or could
+    # not store, said next to its results rather than dropped silently.
+    storage_notes: list[str] = Field(default_factory=list, exclude=True)
 
     @property
     def final_response(self) -> str | None:

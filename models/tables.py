@@ -71,6 +71,20 @@ class EvalRun(SQLModel, table=True):
     comparison: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     # What became of the Slack notification: sent (channel, ts), skipped or failed (why).
     notification: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # Who runs it now (`host:pid:token`) and when it last said so: one owner at a time, so a
+    # `proctor resume` of a live run is refused (`proctor.storage.lease`).
+    owner: str | None = None
+    heartbeat_at: datetime | None = _timestamp(nullable=True)
+
+    @property
+    def reported_status(self) -> str:
+        """What reports and Slack say. A run whose cases have all ended (`finished_at` set)
+        is reported as completed while those reports are made; it is *stored* as completed
+        only once its reports, artifacts and notification are done or recorded as failed,
+        so a run killed in between is finished by `proctor resume`."""
+        if self.status is RunStatus.RUNNING and self.finished_at is not None:
+            return RunStatus.COMPLETED.value
+        return RunStatus(self.status).value
 
 
 class CaseResultRow(SQLModel, table=True):
@@ -97,6 +111,8 @@ class CaseResultRow(SQLModel, table=True):
     expected_tools: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     tools_matched: bool | None = None
     errors: list[str] = _json(list)
+    # What storing the case changed, e.g. characters no database can store replaced (where, how many).
+    notes: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     files: list[dict[str, Any]] = _json(list)
     tags: list[str] = _json(list)
     # What a Vanna test case carried besides its message (user, expected_outcome,

@@ -7,8 +7,9 @@ chunk so each case shows as its own task runs in the Prefect UI.
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -48,3 +49,15 @@ class Chunk:
 
     def __repr__(self) -> str:
         return f"Chunk({self.label!r}, {len(self.works)} cases)"
+
+
+async def settle_all(awaitables: Iterable[Awaitable[object]]) -> None:
+    """Await every case of a stage, then raise the first failure, if any.
+
+    `asyncio.gather` raises as soon as one case fails while its siblings run on, past their
+    stage and past the run's end, when the run's agent threads are closed under them: cases
+    whose agent was never called were then stored as agent failures. Here nobody outlives
+    the stage."""
+    for result in await asyncio.gather(*awaitables, return_exceptions=True):
+        if isinstance(result, BaseException):
+            raise result

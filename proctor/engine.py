@@ -14,12 +14,13 @@ import contextlib
 import math
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from sqlmodel import Session
 
-from proctor import __version__
+from proctor import __version__, progress
 from proctor.chunking import Chunk, auto_chunk_size, chunked
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
@@ -32,8 +33,9 @@ from proctor.preparation import DEFAULT_REPORT_ROOT, default_report_dir, prepare
 from proctor.progress_watch import watch_stored_cases
 from proctor.reporting.reports import environment_info
 from proctor.runtime import RunSettings, release_runtime
-from proctor.steps import ReportWriteError
+from proctor.steps import ReportWriteError, mark_completed
 from proctor.storage import default_database_url, get_engine, redact_url
+from proctor.storage.lease import Heartbeat, claim, hold, new_owner
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
 
 SubmitChunk = Callable[[Chunk, RunSettings], Awaitable[None]]
@@ -139,10 +141,14 @@ def _start_or_resume(
     variant: VariantSpec | None,
     new_run: EvalRun,
     flow_run_id: str | None,
-) -> tuple[uuid.UUID, ResumePoint | None]:
+) -> tuple[uuid.UUID, ResumePoint | None, str]:
     """A new run, or the stopped one being resumed: the one named by `resume_run_id`, or the
-    one this same Prefect flow run started before it was retried (a retry resumes)."""
-    with Session(get_engine(database_url), expire_on_commit=False) as session:
+    one this same Prefect flow run started before it was retried (a retry resumes). Either
+    way the run is this process's (its lease taken, `RunBusy` if another live process holds
+    it); returns the run's id, where it stopped, and the owner name holding it."""
+    owner = new_owner()
+    engine = get_engine(database_url)
+    with Session(engine, expire_on_commit=False) as session:
         stopped = None
         if request.resume_run_id is not None:
             stopped = session.get(EvalRun, request.resume_run_id)
@@ -151,15 +157,20 @@ def _start_or_resume(
                 session=session, flow_run_id=flow_run_id, variant=variant.name if variant else None
             )
         if stopped is None:
+            new_run.owner, new_run.heartbeat_at = owner, datetime.now(UTC)
             create_run(session=session, run=new_run)
             session.commit()
-            return new_run.id, None
+            hold(owner)
+            return new_run.id, None, owner
         if stopped.status is RunStatus.COMPLETED:
             raise SuiteError([Problem(request.suite, "resume_run_id", f"run {stopped.id} already completed")])
-        reopen_run(session=session, run_id=stopped.id, flow_run_id=flow_run_id)
-        point = resume_point(session=session, run_id=stopped.id)
+        stopped_id = stopped.id
+    claim(engine, stopped_id, owner)  # its own transaction, before this session writes
+    with Session(engine, expire_on_commit=False) as session:
+        reopen_run(session=session, run_id=stopped_id, flow_run_id=flow_run_id)
+        point = resume_point(session=session, run_id=stopped_id)
         session.commit()
-        return stopped.id, point
+        return stopped_id, point, owner
 
 
 def _checkpoints(resumed: ResumePoint) -> dict[tuple[str, int], AgentCheckpoint]:
@@ -183,9 +194,8 @@ async def run_suite(
     report_dir: Path | None,
 ) -> RunSummary:
     """One run: one agent over the selected cases; every case is stored as soon as it is done."""
-    logger = steps.logger
     database_url = request.database_url or default_database_url()
-    run_id, resumed = _start_or_resume(
+    run_id, resumed, owner = _start_or_resume(
         request,
         database_url,
         variant,
@@ -206,6 +216,23 @@ async def run_suite(
         ),
         steps.flow_run_id,
     )
+    progress.publish("run_started", run_id=run_id)
+    with Heartbeat(get_engine(database_url), run_id, owner):  # the run is ours until it returns
+        return await _run_owned(steps, request, suite, cases, agent, variant, report_dir, run_id, resumed)
+
+
+async def _run_owned(
+    steps: Orchestrator,
+    request: EvaluationRequest,
+    suite: Suite,
+    cases: list[Case],
+    agent: str,
+    variant: VariantSpec | None,
+    report_dir: Path | None,
+    run_id: uuid.UUID,
+    resumed: ResumePoint | None,
+) -> RunSummary:
+    logger, database_url = steps.logger, request.database_url or default_database_url()
     settings = RunSettings(
         run_id=run_id,
         database_url=database_url,
@@ -298,9 +325,10 @@ async def _finish(
     failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     error = f"{len(failures)} chunk(s) failed; first: {failures[0]}" if failures else None
     try:
-        run = await steps.finalize_run(
-            database_url, run_id, RunStatus.FAILED if failures else RunStatus.COMPLETED, error
-        )
+        # A run whose cases all ended stays `running` (with its tallies and end time) until
+        # its reports, artifacts and notification are done: see `EvalRun.reported_status`.
+        status = RunStatus.FAILED if failures else RunStatus.RUNNING
+        run = await steps.finalize_run(database_url, run_id, status, error)
     except Exception as lost:  # the database is gone: say so, and how to finish the run later
         raise RunIncomplete(run_id, error or f"its end could not be recorded: {lost}") from lost
     regression = await steps.compare_with_baseline(
@@ -314,10 +342,12 @@ async def _finish(
         report_error = unwritable
         logger.error("%s", unwritable)
     await steps.publish_artifacts(database_url, run_id, None if report_error else str(report_dir))
-    notification = None
-    if request.slack is not None:
+    notification = run.notification  # a resumed run that had posted already does not post twice
+    if request.slack is not None and notification is None:
         result = await steps.notify(database_url, run_id, request.slack, regression, str(DEFAULT_REPORT_ROOT))
         notification = result.to_dict()
+    if not failures:
+        run = await asyncio.to_thread(mark_completed, database_url=database_url, run_id=run_id)
     summary = RunSummary(
         run_id=run_id,
         variant=variant.name if variant else None,

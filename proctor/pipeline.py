@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from proctor.agents import AgentRequest
+from proctor.agents import AgentRequest, AgentThreadsClosed
+from proctor.chunking import settle_all
 from proctor.files import process_file
 from proctor.metrics import MetricContext, score_case
 from proctor.metrics.tools import tools_matched
@@ -114,7 +115,7 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
             with_files.append(work)
         else:
             work.outcome.state = CaseState.FILES_READY
-    await asyncio.gather(*(one(work) for work in with_files))
+    await settle_all(one(work) for work in with_files)
 
 
 # -- stage 2: agent ---------------------------------------------------------------------
@@ -150,6 +151,8 @@ async def _agent_turn(
             started = time.perf_counter()  # the agent's own time starts when it has its slot
             work.not_agent_ms += (started - asked) * 1000
             response = await runtime.invoker.invoke(request)
+    except AgentThreadsClosed:  # the run is ending: the case did not run, so nothing is recorded
+        raise
     except Exception as error:  # every way an agent can fail is recorded, never raised
         message = str(error) if str(error) else type(error).__name__
         turn = AgentTurn(
@@ -228,7 +231,7 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
             outcome.state = CaseState.AGENT_COMPLETE
         await runtime.save(work)
 
-    await asyncio.gather(*(one(work) for work in works))
+    await settle_all(one(work) for work in works)
 
 
 # -- stage 3: metrics -------------------------------------------------------------------
@@ -255,7 +258,7 @@ async def evaluate_metrics(works: list[CaseWork], runtime: Runtime) -> None:
         _finish(outcome, CaseState.EVALUATION_FAILED if outcome.errors else CaseState.COMPLETE)
         await runtime.save(work)
 
-    await asyncio.gather(*(one(work) for work in works))
+    await settle_all(one(work) for work in works)
 
 
 async def run_chunk(works: list[CaseWork], runtime: Runtime) -> list[CaseWork]:

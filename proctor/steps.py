@@ -22,7 +22,7 @@ from proctor.regression import DEFAULT_SIGNIFICANCE, Regression, record_comparis
 from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
 from proctor.reporting.comparison import Comparison, write_comparison
 from proctor.storage import get_engine
-from proctor.storage.runs import finish_run
+from proctor.storage.runs import complete_run, finish_run
 
 
 class ReportWriteError(RuntimeError):
@@ -35,6 +35,15 @@ def close_run(
     """Record the run's end and its tallies, counted from the stored case results."""
     with Session(get_engine(database_url), expire_on_commit=False) as session:
         run = finish_run(session=session, run_id=run_id, status=status, error=error)
+        session.commit()
+        return run
+
+
+def mark_completed(*, database_url: str, run_id: uuid.UUID) -> EvalRun:
+    """The run's last write: its reports, artifacts and notification are done (or recorded
+    as failed on the run), so it is completed; until then a killed run is resumable."""
+    with Session(get_engine(database_url), expire_on_commit=False) as session:
+        run = complete_run(session=session, run_id=run_id)
         session.commit()
         return run
 

@@ -75,6 +75,11 @@ class AgentRequest:
         return "\n\n".join(f.markdown_content for f in self.files if f.error is None)
 
 
+def thread_id_for(run_id: Any, case_id: str, attempt: int) -> str:
+    """One conversation per case and repeat, so repeats never share an agent's session."""
+    return f"{run_id}:{case_id}" if attempt == 0 else f"{run_id}:{case_id}#{attempt}"
+
+
 class AgentOutputError(ValueError):
     """The agent returned something that is not an answer."""
 

@@ -73,6 +73,11 @@ class AgentAbortError(RuntimeError):
     the chunk, as a crash of the worker would."""
 
 
+class AgentThreadsClosed(RuntimeError):
+    """A call arrived after the run let go of its agent: the case did not run (it is not an
+    agent failure, and must not be stored as one)."""
+
+
 class AgentThreads:
     """Daemon threads for sync agents, a new one whenever none is idle.
 
@@ -95,7 +100,7 @@ class AgentThreads:
         future: asyncio.Future[Any] = loop.create_future()
         with self._lock:
             if self._closed:
-                raise RuntimeError("the agent's threads are closed")
+                raise AgentThreadsClosed("the agent's threads are closed: the run is ending")
             if self._idle:
                 self._idle -= 1
             else:

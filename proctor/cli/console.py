@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
 def quiet_prefect(verbose: bool) -> None:

@@ -12,6 +12,7 @@ from proctor.cli.console import (
     EXIT_BAD_INPUT,
     EXIT_ERROR,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_PASSED,
     escape,
     print_problems,
@@ -158,6 +159,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
 
     from proctor import progress as events
     from proctor.storage import default_database_url
+    from proctor.storage.lease import RunBusy
 
     orchestrated = uses_prefect(args, request)
 
@@ -172,9 +174,12 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     )
     task_id = bar.add_task("cases", total=total, passed=0, failed=0)
     tallies = {"passed": 0, "failed": 0}
+    started: list[Any] = []  # the runs this request started or resumed
 
     def on_event(event: str, data: dict[str, Any]) -> None:
-        if event == "case_finished":
+        if event == "run_started":
+            started.append(data["run_id"])
+        elif event == "case_finished":
             tallies["passed" if data["passed"] else "failed"] += 1
             bar.update(task_id, advance=1, **tallies)
         elif event == "cases_stored":  # chunks on Dask workers: counted in the database
@@ -185,6 +190,14 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     try:
         with bar:
             summary = asyncio.run(start_run(request, orchestrated, args.verbose))
+    except KeyboardInterrupt:  # Ctrl-C: what is stored stays, and the user is told how to finish
+        run = f"run {started[-1]}" if started else "the run"
+        finish = f"`proctor resume {str(started[-1])[:8]}` finishes it" if started else "nothing was started"
+        print(f"interrupted: {run} stopped; its finished cases are stored; {finish}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except RunBusy as busy:
+        print_problems(ValueError(f"resume: {busy}"))
+        return EXIT_BAD_INPUT
     except Exception as error:
         print(f"error: the run of {request.suite} could not complete: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -258,6 +271,7 @@ def resume_command(args: argparse.Namespace) -> int:
     from proctor.models.request import EvaluationRequest
     from proctor.models.tables import RunStatus
     from proctor.storage import default_database_url, get_engine
+    from proctor.storage.lease import describe_holder, holder_alive
     from proctor.storage.runs import resume_point
 
     database_url = args.database_url or default_database_url()
@@ -270,6 +284,12 @@ def resume_command(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if run.status is RunStatus.COMPLETED:
         print_problems(ValueError(f"resume: run {run.id} already completed; nothing to resume"))
+        return EXIT_BAD_INPUT
+    if holder_alive(run.owner, run.heartbeat_at):
+        holder = describe_holder(run.owner or "", run.heartbeat_at)
+        print_problems(
+            ValueError(f"resume: run {run.id} is still running ({holder}); resume it once that process stops")
+        )
         return EXIT_BAD_INPUT
     fields = {
         key: value for key, value in (run.config or {}).items() if key in EvaluationRequest.model_fields

@@ -81,7 +81,7 @@ def build_digest(
         suite_name=run.suite_name,
         agent=run.agent,
         variant=run.variant,
-        status=str(run.status),
+        status=run.reported_status,
         total=run.total_cases,
         passed=run.passed_cases,
         failed=run.failed_cases,

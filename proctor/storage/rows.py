@@ -51,6 +51,7 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
         "expected_tools": case.expected_tools,
         "tools_matched": outcome.tools_matched,
         "errors": list(outcome.errors),
+        "notes": list(outcome.storage_notes) or None,
         "files": [
             {
                 **processed.original.model_dump(exclude_none=True),
@@ -81,11 +82,19 @@ def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
         "state": outcome.state.value,
         "passed": outcome.passed,
         "errors": list(outcome.errors),
+        "notes": list(outcome.storage_notes) or None,
         "tools_matched": outcome.tools_matched,
         "evaluation_ms": outcome.evaluation_ms,
         "execution_ms": outcome.execution_ms,
         "finished_at": outcome.finished_at or datetime.now(UTC),
     }
+
+
+def bare_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A case row without what the agent and files produced: what is stored, with the reason,
+    when the database refuses the whole row, so the case is still accounted for."""
+    keep = {"turns": [], "tool_calls": [], "files": [], "response": None}
+    return {key: keep.get(key, value) for key, value in row.items()}
 
 
 def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dict[str, Any]]:

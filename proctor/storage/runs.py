@@ -69,6 +69,17 @@ def finish_run(
     return run
 
 
+def complete_run(*, session: Session, run_id: uuid.UUID) -> EvalRun:
+    """The run's last step: its reports, artifacts and notification are done (or recorded as
+    failed on the run), so it is completed."""
+    run = session.get(EvalRun, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id}")
+    run.status = RunStatus.COMPLETED
+    session.add(run)
+    return run
+
+
 def iter_results(
     *,
     session: Session,

@@ -23,10 +23,11 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from proctor.models.case import Case
-from proctor.models.outcome import CaseOutcome
+from proctor.models.outcome import CaseOutcome, CaseState
 from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.storage.db import redact_url
-from proctor.storage.rows import case_row, case_row_id, final_columns, metric_rows
+from proctor.storage.rows import bare_row, case_row, case_row_id, final_columns, metric_rows
+from proctor.storage.text import storable
 
 log = logging.getLogger("proctor.storage")
 
@@ -53,6 +54,30 @@ class DatabaseWriteError(RuntimeError):
     """Results could not be written after every retry."""
 
 
+class RowRejected(DatabaseWriteError):
+    """The database refused one case's rows for what they hold (a constraint, a value it
+    cannot store), while other writes go through: that case's trouble, not the run's."""
+
+
+class _Unreachable(Exception):
+    """The database stayed unreachable through every reconnection attempt."""
+
+    def __init__(self, error: DBAPIError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _reason(error: BaseException) -> str:
+    """Why the database refused a write, in one short line: the driver's message, never the
+    statement's parameters (they hold the very text that may be the problem)."""
+    if isinstance(error, IntegrityError):
+        detail = str(error.orig).splitlines()[0] if error.orig is not None else ""
+        return f"result rejected by the database (already stored?): {detail}"[:300]
+    orig = getattr(error, "orig", None) or error
+    lines = str(orig).splitlines()
+    return f"{type(orig).__name__}: {lines[0] if lines else ''}"[:300]
+
+
 @dataclass
 class _Write:
     """One case's rows: its case row (inserted, or replacing its checkpoint) and metric rows.
@@ -70,7 +95,16 @@ class _Write:
 
 # What changes between a case's checkpoint (agent done) and its end: the final write updates
 # only these, so the turns and tool calls are not serialised twice.
-FINAL_COLUMNS = ("state", "passed", "errors", "tools_matched", "evaluation_ms", "execution_ms", "finished_at")
+FINAL_COLUMNS = (
+    "state",
+    "passed",
+    "errors",
+    "notes",
+    "tools_matched",
+    "evaluation_ms",
+    "execution_ms",
+    "finished_at",
+)
 _FINAL_UPDATE = (
     update(CASE_TABLE)
     .where(CASE_TABLE.c.id == bindparam("b_id"))
@@ -112,21 +146,49 @@ class ResultWriter:
     async def save(self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> None:
         """Persist a case's progress; the first save inserts its row, the final one updates it.
 
-        Returns once the write is committed: what `save` returned for is durable.
+        Returns once the write is committed: what `save` returned for is durable. Text no
+        database can store is replaced, with a note on the case. If the database still refuses
+        the case's rows, the case alone pays: its checkpoint is skipped (the final write
+        stores it whole), and its final write falls back to the case without the agent's
+        output, marked errored with the database's reason. Only when that too fails, or the
+        database is unreachable, does `save` raise, and the case stays unfinished for resume.
         """
+        final = outcome.state.is_final
+        try:
+            await self._submit(run_id, case, outcome, position, bare=False)
+        except RowRejected as refused:
+            if not final:
+                log.warning("case %s: checkpoint refused by the database: %s", case.case_id, refused)
+                return
+            if outcome.state is CaseState.COMPLETE:
+                outcome.state = CaseState.EVALUATION_FAILED
+            outcome.errors.append(f"the case's results could not be stored: {refused}")
+            await self._submit(run_id, case, outcome, position, bare=True)
+        outcome.checkpointed = True
+
+    async def _submit(
+        self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, *, bare: bool
+    ) -> None:
         if outcome.checkpointed:
             row = {"id": case_row_id(run_id, case.case_id, outcome.attempt), **final_columns(outcome)}
         else:
             row = case_row(run_id, case, outcome, position)
+            row = bare_row(row) if bare else row
+        metrics = metric_rows(run_id, case, outcome) if outcome.state.is_final and not bare else []
+        notes: list[str] = []
+        row = storable(row, "", notes)
+        metrics = [storable(metric, f"metrics[{index}]", notes) for index, metric in enumerate(metrics)]
+        if notes:
+            outcome.storage_notes += notes
+            row["notes"] = list(outcome.storage_notes)
         write = _Write(
             case_row=row,
-            metric_rows=metric_rows(run_id, case, outcome) if outcome.state.is_final else [],
+            metric_rows=metrics,
             updates=outcome.checkpointed,
             done=asyncio.get_running_loop().create_future(),
         )
         self._queue.put(write)
         await write.done
-        outcome.checkpointed = True
 
     def close(self) -> None:
         self._queue.put(None)
@@ -156,24 +218,21 @@ class ResultWriter:
     def _commit(self, batch: list[_Write]) -> None:
         try:
             self._with_reconnect(batch)
-        except IntegrityError:
-            if len(batch) == 1:
-                self._fail(batch, DatabaseWriteError("result rejected by the database (already stored?)"))
-                return
-            for write in batch:  # isolate the offending write so the others are kept
-                self._commit([write])
-            return
-        except DBAPIError as error:
+        except _Unreachable as unreachable:  # every write of the batch waits for the database
             self._fail(
                 batch,
                 DatabaseWriteError(
                     f"could not write results to {redact_url(str(self.engine.url))} after "
-                    f"{len(self.delays) + 1} attempts: {error.orig!r}"
+                    f"{len(self.delays) + 1} attempts: {unreachable.error.orig!r}"
                 ),
             )
             return
-        except Exception as error:  # a bug in a row; fail only these writes
-            self._fail(batch, error)
+        except Exception as error:  # refused for what it holds: find whose write it was
+            if len(batch) > 1:
+                for write in batch:  # isolate the offending write so the others are kept
+                    self._commit([write])
+                return
+            self._fail(batch, RowRejected(_reason(error)))
             return
         self.commits += 1
         self.writes += len(batch)
@@ -191,7 +250,7 @@ class ResultWriter:
                 if not error.connection_invalidated and not _is_transient(error):
                     raise
                 if attempt == len(self.delays):
-                    raise
+                    raise _Unreachable(error) from error
                 delay = self.delays[attempt]
                 log.warning("database unavailable (%s); retrying in %.1f s", type(error.orig).__name__, delay)
                 time.sleep(delay)
