@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from proctor.loaders.errors import Problem, found
@@ -46,4 +48,45 @@ def duplicate_ids(file: str, cases: list[Case], location: str) -> list[Problem]:
         if case.case_id in seen:
             problems.append(Problem(file, location, f"duplicate case id {case.case_id!r}"))
         seen.add(case.case_id)
+    return problems
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogates(value: Any, where: str) -> Iterator[str]:
+    """Where in a case's data a lone UTF-16 surrogate sits (JSON allows `"\\ud800"`)."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            yield where
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _lone_surrogates(key, where)
+            yield from _lone_surrogates(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _lone_surrogates(item, f"{where}[{index}]")
+
+
+def text_problems(file: str, cases: list[Case]) -> list[Problem]:
+    """Text a run could not carry, found before the run: a case id with control characters
+    (ids name database rows, report files and task runs), a lone surrogate anywhere (no
+    agent, judge or database can receive it as UTF-8), an empty user message (nothing to
+    ask; a simulated user's conversation starts from its own prompt)."""
+    problems = []
+    for case in cases:
+        label = f"case {case.case_id!r}"
+        if _CONTROL.search(case.case_id) or _SURROGATE.search(case.case_id):
+            problems.append(
+                Problem(file, label, "a case id may not hold control characters, NUL or lone surrogates")
+            )
+        for where in _lone_surrogates(case.model_dump(mode="python"), ""):
+            problems.append(
+                Problem(file, f"{label}{where}", "a lone UTF-16 surrogate is not text any agent can receive")
+            )
+        simulated = case.metadata.get("user_simulator") or case.metadata.get("conversation_scenario")
+        for index, turn in enumerate(case.turns):
+            if not simulated and not turn.input.strip():
+                problems.append(Problem(file, f"{label}.turns[{index}].input", "an empty user message"))
     return problems

@@ -9,6 +9,7 @@ from typing import Any
 from proctor.loaders import adk_parse as adk
 from proctor.loaders.adk import load_adk
 from proctor.loaders.agentflow import load_agentflow
+from proctor.loaders.checks import text_problems
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError
 from proctor.loaders.holodeck import HOLODECK_NAMES, load_holodeck
@@ -51,8 +52,16 @@ def detect_format(path: Path, document: Any) -> str:
 
 
 def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Suite:
-    """Load and validate one suite file, whatever its format."""
-    path = Path(path)
+    """Load and validate one suite file, whatever its format; then the checks every format
+    shares (text a run could not carry)."""
+    suite = _load_format(Path(path), config_path)
+    problems = text_problems(str(path), suite.cases)
+    if problems:
+        raise SuiteError(problems)
+    return suite
+
+
+def _load_format(path: Path, config_path: str | Path | None) -> Suite:
     document = read_document(path)
     suite_format = detect_format(path, document)
     if suite_format == "agentflow":

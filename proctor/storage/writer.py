@@ -72,7 +72,7 @@ def _reason(error: BaseException) -> str:
     statement's parameters (they hold the very text that may be the problem)."""
     if isinstance(error, IntegrityError):
         detail = str(error.orig).splitlines()[0] if error.orig is not None else ""
-        return f"result rejected by the database (already stored?): {detail}"[:300]
+        return f"result rejected by the database: {detail}"[:300]
     orig = getattr(error, "orig", None) or error
     lines = str(orig).splitlines()
     return f"{type(orig).__name__}: {lines[0] if lines else ''}"[:300]
