@@ -45,14 +45,14 @@ def load_python_target(target: str) -> Callable[..., Any]:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # user code calling sys.exit() cannot end Proctor
             del sys.modules[name]
-            raise AgentLoadError(f"agent target {target!r}: importing {path} failed: {error!r}") from error
+            raise AgentLoadError(f"agent target {target!r}: importing {path} failed: {error!r}") from None
     else:
         try:
             module = importlib.import_module(module_ref)
-        except Exception as error:
-            raise AgentLoadError(f"agent target {target!r}: cannot import {module_ref}: {error!r}") from error
+        except (Exception, SystemExit) as error:
+            raise AgentLoadError(f"agent target {target!r}: cannot import {module_ref}: {error!r}") from None
     try:
         agent = getattr(module, attr)
     except AttributeError:

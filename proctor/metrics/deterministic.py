@@ -147,7 +147,11 @@ class CodeGrader(Metric):
                 turn_config=dict(expected.metadata.get("turn_config") or {}),
                 retrieval_context=tuple(expected.metadata.get("retrieval_context") or ()) or None,
             )
-            score, passed, reason = _grade(grade(context))
+            try:
+                graded = grade(context)
+            except SystemExit as error:  # a grader's sys.exit() fails its metric, never the run
+                raise RuntimeError(f"the grader called sys.exit({error.code!r})") from None
+            score, passed, reason = _grade(graded)
             verdicts.append((score, passed))
             if reason:
                 reasons.append(f"turn {index + 1}: {reason}")
