@@ -119,7 +119,10 @@ def measure(url: str, cases: int, refuse_every: int) -> dict[str, float]:
             ).all()
         )
         noted = connection.execute(
-            text("SELECT count(*) FROM case_result WHERE run_id = :r AND CAST(notes AS TEXT) NOT IN ('null', '[]')"),
+            text(
+                "SELECT count(*) FROM case_result "
+                "WHERE run_id = :r AND CAST(notes AS TEXT) NOT IN ('null', '[]')"
+            ),
             {"r": run.id if not url.startswith("sqlite") else run.id.hex},
         ).scalar_one()
     once = sum(1 for count in finals.values() if count == 1)

@@ -16,11 +16,26 @@ def quiet_prefect(verbose: bool) -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
 
 
+# Control characters shown as symbols (ESC as ␛), newlines kept: an agent's error or a name
+# must not clear the screen, recolour it or move the cursor.
+_TERMINAL_CONTROLS = (
+    {code: chr(0x2400 + code) for code in range(0x20) if code != 0x0A}
+    | {0x7F: "\u2421"}
+    | {code: "\ufffd" for code in range(0x80, 0xA0)}
+)
+
+
+def terminal_text(text: object) -> str:
+    """Text safe to write to a terminal: no escape sequences or other control characters."""
+    return str(text).translate(_TERMINAL_CONTROLS)
+
+
 def escape(text: str) -> str:
-    """Text shown as it is by Rich: suite, case and agent names are not markup."""
+    """Text shown as it is by Rich: suite, case and agent names are not markup, and their
+    control characters are not sent to the terminal."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(terminal_text(text))
 
 
 def print_problems(error: Exception) -> None:
@@ -31,7 +46,7 @@ def print_problems(error: Exception) -> None:
     lines = [str(problem) for problem in problems] if problems else [str(error)]
     console.print(f"[bold red]error:[/] {len(lines)} problem(s), nothing was run", highlight=False)
     for line in lines:
-        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"  {terminal_text(line)}", highlight=False, markup=False, soft_wrap=True)
 
 
 def print_regression(change: Any) -> None:

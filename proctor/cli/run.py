@@ -18,6 +18,7 @@ from proctor.cli.console import (
     print_problems,
     print_regression,
     quiet_prefect,
+    terminal_text,
 )
 from proctor.cli.stored import find_run, resolve_run_id
 
@@ -199,7 +200,9 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         print_problems(ValueError(f"resume: {busy}"))
         return EXIT_BAD_INPUT
     except Exception as error:
-        print(f"error: the run of {request.suite} could not complete: {error}", file=sys.stderr)
+        print(
+            terminal_text(f"error: the run of {request.suite} could not complete: {error}"), file=sys.stderr
+        )
         return EXIT_ERROR
     finally:
         unsubscribe()
