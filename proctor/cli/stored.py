@@ -77,19 +77,12 @@ def history_command(args: argparse.Namespace) -> int:
         runs = session.exec(query).all()
         totals = {run.id: run_totals(session=session, run_id=run.id) for run in runs}
     table = Table(title="runs, newest first", title_justify="left")
-    columns = (
-        "run",
-        "started",
-        "suite",
-        "agent",
-        "status",
-        "passed",
-        "pass rate",
-        "agent tokens",
-        "judge tokens",
-    )
-    for column in (*columns, "judge calls (cached)", "est. cost"):
+    for column in ("run", "started", "suite", "agent", "status", "passed", "pass rate"):
         table.add_column(column)
+    # What each run spent, in a table of its own: one table with both would wrap every name.
+    spending = Table(title="what each run spent", title_justify="left")
+    for column in ("run", "agent tokens", "judge tokens", "judge calls (cached)", "est. cost"):
+        spending.add_column(column, justify="left" if column == "run" else "right")
     for run in runs:
         spent = totals[run.id]
         rate = f"{run.pass_rate:.1f}%" if run.pass_rate is not None else "-"
@@ -102,12 +95,16 @@ def history_command(args: argparse.Namespace) -> int:
             run.status.value,
             f"{run.passed_cases}/{run.total_cases}",
             rate,
+        )
+        spending.add_row(
+            str(run.id)[:8],
             f"{spent.agent_tokens:,}",
             f"{spent.judge_tokens:,}",
             f"{spent.judge_calls:,} ({spent.cached_judge_calls:,})",
             escape(spent.cost_text if spent.cost_usd is not None else "unknown"),
         )
     Console().print(table)
+    Console().print(spending)
     return EXIT_PASSED
 
 

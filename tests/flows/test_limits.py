@@ -177,5 +177,6 @@ def test_the_model_call_limit_covers_judge_calls_and_agent_time_excludes_the_wai
     with Session(get_engine(sqlite_url)) as session:
         rows = list(session.exec(select(CaseResultRow).where(CaseResultRow.run_id == summary.run_id)))
     waits = [turn["metadata"].get("wait_ms", 0) for row in rows for turn in row.turns]
-    assert max(waits) >= 300  # the last case waited for three others' calls...
-    assert max(row.agent_ms for row in rows) < 600  # ...and that wait is not the agent's 0.2 s
+    assert max(waits) >= 300  # the last case waited for three others' calls, stored apart...
+    for row in rows:  # ...and not counted as the agent's time (compared, not timed: CI is busy)
+        assert row.agent_ms == pytest.approx(sum(turn["latency_ms"] for turn in row.turns), abs=250)

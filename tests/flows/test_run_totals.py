@@ -97,11 +97,15 @@ def test_a_run_reports_its_tokens_cache_and_cost(suite, sqlite_url: str, capsys,
     for shown in (artifact.replace("\\", ""), blocks):
         assert "agent tokens 150" in shown and "1 of 1 judge calls cached" in shown
 
-    monkeypatch.setenv("COLUMNS", "250")  # the table as a wide terminal shows it
     main(["history", "--db", sqlite_url])
     history = capsys.readouterr().out
-    assert "judge tokens" in history and "est. cost" in history
-    assert history.count("unknown") == 2 and history.count(" 150 ") == 2
+    spent = history.split("what each run spent")[1]
+    rows = [line.split("│")[1:-1] for line in spent.splitlines() if line.count("│") == 6]
+    cells = [[cell.strip() for cell in row] for row in rows]  # newest first
+    assert [row[1:] for row in cells] == [
+        ["150", "0", "1 (1)", "unknown"],
+        ["150", str(judge_tokens), "1 (0)", "unknown"],
+    ]
 
 
 def test_a_priced_run_has_a_cost_and_an_unpriced_one_never_shows_zero(
