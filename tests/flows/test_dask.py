@@ -108,6 +108,7 @@ def test_a_killed_worker_loses_no_stored_result_and_the_run_resumes(
     (skipping what it stored) until it gives up; the run stops with exit 3, and `proctor resume`
     runs only what is missing."""
     import dask
+    import distributed  # noqa: F401 - its defaults in dask's config first, or leaving set() drops them
 
     log = tmp_path / "calls.log"
     monkeypatch.setenv("CALL_LOG", str(log))
