@@ -91,6 +91,8 @@ class PrefectSteps:
     @contextlib.contextmanager
     def dask(self, address: str) -> Iterator[SubmitChunk]:
         with dask_task_runner(address) as runner:  # on a Dask worker, which stores the chunk itself
+            if address.startswith("local"):  # every worker of a local cluster up before chunks go out
+                runner.client.wait_for_workers(int(address.partition(":")[2] or 2), timeout=300)
 
             async def submit(chunk: Chunk, settings: RunSettings) -> None:
                 future = runner.submit(evaluate_chunk, parameters={"chunk": chunk, "settings": settings})

@@ -127,6 +127,7 @@ def dask_client(address: str) -> Iterator[Any]:
             ) as cluster,
             Client(cluster) as client,
         ):
+            client.wait_for_workers(workers, timeout=300)  # every worker up before chunks go out
             yield client
     else:
         with Client(address) as client:
