@@ -123,11 +123,10 @@ def test_a_killed_worker_loses_no_stored_result_and_the_run_resumes(
     with Session(get_engine(database)) as session:
         run = session.exec(select(EvalRun)).one()
     stored_before, rows_before, _ = _stored(database, run.id)
-    assert (
-        stored_before.status is RunStatus.FAILED
-        and "c25" not in rows_before
-        and len(rows_before) >= CASES - CHUNK
-    )
+    # How many other chunks finished before the run stopped depends on the machine's load;
+    # what may not vary: c25 is not stored, and nothing stored is lost or stored twice.
+    assert stored_before.status is RunStatus.FAILED and "c25" not in rows_before
+    assert rows_before == sorted(set(rows_before))
     calls_before = Counter(case for case, _ in _calls(log))
     assert calls_before["c25"] == 2  # its chunk ran twice: once more after the first kill
     # Run again, the chunk called no agent whose result it had stored: only c25 and the cases
