@@ -14,23 +14,6 @@ from proctor.models.agentflow import SessionInput, ToolCall
 from proctor.models.holodeck import MAX_FILES_PER_CASE, FileInput, LLMProvider
 
 
-class Turn(BaseModel):
-    """One user message and what is expected of the agent's reply to it.
-
-    `expected_tool_calls` is None when the suite states no expectation for the turn,
-    and an empty list when it expects that no tool is called.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    turn_id: str
-    input: str
-    expected_tool_calls: list[ToolCall] | None = None
-    expected_response: str | None = None
-    expected_intermediate_responses: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
 class MetricSpec(BaseModel):
     """A metric by registry name, its arguments and how it is called.
 
@@ -55,6 +38,40 @@ class MetricSpec(BaseModel):
     custom_prompt: str | None = None
 
 
+class ExpectedTool(BaseModel):
+    """A tool the agent must call in a turn (HoloDeck's `ExpectedTool`): the name is a
+    case-sensitive substring of the called tool's name; `args` maps each asserted argument to a
+    literal, `{fuzzy: ...}` or `{regex: ...}`; at least `count` calls must satisfy them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    args: dict[str, Any] | None = None
+    count: int = Field(default=1, ge=1)
+
+
+class Turn(BaseModel):
+    """One user message and what is expected of the agent's reply to it.
+
+    `expected_tool_calls` is None when the suite states no expectation for the turn,
+    and an empty list when it expects that no tool is called.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    input: str
+    expected_tool_calls: list[ToolCall] | None = None
+    expected_response: str | None = None
+    expected_intermediate_responses: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # HoloDeck's per-turn expectations: tools checked against this turn's calls only, the
+    # retrieved chunks its answer must be faithful to, and metrics replacing the case's.
+    expected_tools: list[ExpectedTool] | None = None
+    retrieval_context: list[str] | None = None
+    metrics: list[MetricSpec] | None = None
+
+
 class Case(BaseModel):
     """A test case ready to run: turns, attached files, metrics and provenance."""
 
@@ -70,6 +87,8 @@ class Case(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     session: SessionInput = Field(default_factory=SessionInput)
     source_format: str = "native"
+    # HoloDeck multi-turn: each turn is scored on its own and the turn scores rolled up.
+    score_per_turn: bool = False
 
     @field_validator("files")
     @classmethod

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_FILES_PER_CASE = 10
+PROVIDERS = ("openai", "azure_openai", "anthropic", "ollama")  # HoloDeck's ProviderEnum
 FILE_TYPES = frozenset({"image", "pdf", "text", "excel", "word", "powerpoint", "csv"})
 
 
@@ -28,8 +29,18 @@ class LLMProvider(BaseModel):
     name: str
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     endpoint: str | None = None
     api_key: str | None = Field(default=None, exclude=True, repr=False)
+    api_version: str | None = None  # Azure OpenAI
+    auth_provider: str | None = None  # Anthropic: api_key, bedrock, vertex or foundry
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        if value not in PROVIDERS:
+            raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}; got {value!r}")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -197,6 +208,24 @@ class MetricResult(BaseModel):
         return self
 
 
+class TurnResult(BaseModel):
+    """One turn of a multi-turn case, scored on its own (HoloDeck's `TurnResult`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_index: int = Field(ge=0)
+    input: str
+    response: str | None = None
+    ground_truth: str | None = None
+    expected_tools: list[Any] | None = None
+    tool_calls: list[str] = Field(default_factory=list)
+    tools_matched: bool | None = None
+    metric_results: list[MetricResult] = Field(default_factory=list)
+    passed: bool
+    execution_time_ms: int = Field(ge=0)
+    errors: list[str] = Field(default_factory=list)
+
+
 class TestResult(BaseModel):
     """Result of executing a single test case."""
 
@@ -216,6 +245,7 @@ class TestResult(BaseModel):
     execution_time_ms: int = Field(ge=0)
     errors: list[str] = Field(default_factory=list)
     timestamp: str
+    turns: list[TurnResult] | None = None  # multi-turn cases: each turn's own result
 
     @field_validator("test_input")
     @classmethod

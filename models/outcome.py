@@ -53,19 +53,6 @@ class TokenUsage(BaseModel):
         )
 
 
-class AgentTurn(BaseModel):
-    """What the agent did with one user message."""
-
-    turn_id: str
-    input: str
-    response: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    latency_ms: float = Field(default=0.0, ge=0.0)
-    error: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
 class ScoredMetric(MetricResult):
     """HoloDeck's `MetricResult` plus the provenance needed to replay and compare scores."""
 
@@ -82,6 +69,26 @@ class ScoredMetric(MetricResult):
 
     def to_metric_result(self) -> MetricResult:
         return MetricResult.model_validate(self.model_dump(include=set(MetricResult.model_fields)))
+
+
+class AgentTurn(BaseModel):
+    """What the agent did with one user message."""
+
+    turn_id: str
+    input: str
+    response: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    latency_ms: float = Field(default=0.0, ge=0.0)
+    error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # Set when the case is scored turn by turn (HoloDeck multi-turn): what this turn was
+    # expected to answer, its own metric scores and tool check, and whether it passed.
+    expected_response: str | None = None
+    metrics: list[ScoredMetric] = Field(default_factory=list)
+    tools_matched: bool | None = None
+    tool_problems: list[str] = Field(default_factory=list)
+    passed: bool | None = None
 
 
 class CaseOutcome(BaseModel):

@@ -19,8 +19,7 @@ from typing import Any
 from proctor.agents import AgentRequest, AgentThreadsClosed
 from proctor.chunking import settle_all
 from proctor.files import process_file
-from proctor.metrics import MetricContext, score_case
-from proctor.metrics.tools import tools_matched
+from proctor.metrics import MetricContext
 from proctor.models.case import Case
 from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor.runtime import (
@@ -33,6 +32,7 @@ from proctor.runtime import (
     runtime_for,
 )
 from proctor.simulator import SimulationPlan, simulate_user
+from proctor.turn_scoring import score_outcome
 
 log = logging.getLogger("proctor.pipeline")
 
@@ -247,13 +247,7 @@ async def evaluate_metrics(works: list[CaseWork], runtime: Runtime) -> None:
         context = MetricContext(
             case=case, turns=outcome.turns, processed_files=outcome.processed_files, agent_ms=outcome.agent_ms
         )
-        try:
-            bound = [runtime.bind(spec) for spec in case.metrics]
-            outcome.metrics = await score_case(bound, context)
-        except Exception as error:  # a metric that cannot even be built fails its case only
-            outcome.errors.append(f"evaluation failed: {error}")
-        outcome.tools_matched = tools_matched(case.expected_tools, context.tool_names)
-        outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.metrics if m.error]
+        await score_outcome(case, outcome, context, runtime.bind)
         outcome.evaluation_ms = _elapsed_ms(started)
         _finish(outcome, CaseState.EVALUATION_FAILED if outcome.errors else CaseState.COMPLETE)
         await runtime.save(work)

@@ -12,9 +12,9 @@ from proctor.loaders import holodeck_cases as holodeck
 from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
-from proctor.loaders.metric_specs import (
-    spec_from_evaluation_metric,
-)
+from proctor.loaders.holodeck_keys import AGENT_KEYS, EVALUATIONS_KEYS, TEST_CASE_KEYS, unknown_keys
+from proctor.loaders.holodeck_metrics import case_metrics
+from proctor.loaders.metric_specs import spec_from_evaluation_metric
 from proctor.models.case import Case, Suite, Turn
 from proctor.models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
 
@@ -78,11 +78,14 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         )
     problems: list[Problem] = []
     warnings: list[str] = []
-    document = holodeck.substitute_env(document, problems, str(path))
+    problems += unknown_keys(str(path), "", document, AGENT_KEYS)
+    document = holodeck.substitute_env(document, problems, str(path), skip=holodeck.UNUSED_SECTIONS)
     evaluations = document.get("evaluations") or None
     if evaluations is not None and not isinstance(evaluations, dict):
         problems.append(Problem(str(path), "evaluations", "expected a mapping with model and metrics"))
         evaluations = None
+    if evaluations is not None:
+        problems += unknown_keys(str(path), "evaluations", evaluations, EVALUATIONS_KEYS)
     metrics: list[EvaluationMetric] = []
     default_model = None
     if evaluations is not None:
@@ -119,9 +122,6 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         if not evaluations.get("metrics"):
             problems.append(Problem(str(path), "evaluations.metrics", "List should have at least 1 item"))
     block_specs = [spec_from_evaluation_metric(metric, default_model) for metric in metrics]
-    by_name = {spec.label or spec.name: spec for spec in block_specs} | {
-        spec.name: spec for spec in block_specs
-    }
     raw_cases, file_problems, cases_file = _holodeck_test_cases(path, document)
     where = str(cases_file)  # problems in the cases name the file they are in
     problems += file_problems
@@ -130,80 +130,59 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         if not isinstance(raw, dict):
             problems.append(Problem(where, f"test_cases[{index}]", f"expected a mapping; found {found(raw)}"))
             continue
-        raw = dict(raw)
-        entries = raw.get("evaluations") or []
-        if not isinstance(entries, list):
-            problems.append(
-                Problem(
-                    where,
-                    f"test_cases[{index}].evaluations",
-                    f"expected a list of metric names or metrics; found {found(entries)}",
-                )
-            )
+        location = f"test_cases[{index}]"
+        key_problems = unknown_keys(where, location, raw, TEST_CASE_KEYS)
+        problems += key_problems
+        case_specs, metric_problems = case_metrics(
+            raw.get("evaluations"), block_specs, default_model, where, location, warnings, path.parent
+        )
+        problems += metric_problems
+        if key_problems or metric_problems:
             continue
-        named = [e for e in entries if isinstance(e, str)]
-        inline_specs = []
-        for metric_index, entry in enumerate(entries):
-            location = f"test_cases[{index}].evaluations[{metric_index}]"
-            if isinstance(entry, str):
-                continue
-            if not isinstance(entry, dict):
-                problems.append(Problem(where, location, f"{METRIC_ENTRY}; found {found(entry)}"))
-                continue
-            try:
-                metric = holodeck.metric_from_typed(entry, where, location, warnings, path.parent)
-            except ValidationError as error:
-                problems += problems_from_validation(where, error, location)
-                continue
-            except ValueError as error:
-                problems.append(Problem(where, location, str(error)))
-                continue
-            if metric is not None:
-                spec = spec_from_evaluation_metric(metric, default_model)
-                problems += check_specs([(where, location, spec)])
-                inline_specs.append(spec)
-        for name in named:
-            if name not in by_name:
-                problems.append(
-                    Problem(
-                        where,
-                        f"test_cases[{index}].evaluations",
-                        f"metric {name!r} is not defined in the evaluations block "
-                        f"(defined: {', '.join(sorted(by_name)) or 'none'})",
-                    )
-                )
-        case_specs = (
-            [by_name[n] for n in named if n in by_name] if raw.get("evaluations") is not None else block_specs
-        ) + inline_specs
         if "turns" in raw:
             case, case_problems = holodeck.multi_turn_case(
-                raw, index, case_specs, where, warnings, base_dir=path.parent
+                raw,
+                index,
+                case_specs,
+                where,
+                warnings,
+                base_dir=path.parent,
+                turn_metrics=lambda entries, at: case_metrics(
+                    entries, block_specs, default_model, where, at, warnings, path.parent, empty_is_none=True
+                ),
             )
             problems += case_problems
             if case is not None:
                 cases.append(case)
             continue
-        extras = {key: raw.pop(key) for key in ("turn_config", "retrieval_context") if key in raw}
-        tool_entries = raw.get("expected_tools")
-        try:
-            names, calls = holodeck._expected_tools(
-                tool_entries, where, f"test_cases[{index}].expected_tools", warnings
-            )
-        except ValueError as error:
-            problems.append(Problem(where, f"test_cases[{index}].expected_tools", str(error)))
+        raw = dict(raw)
+        retrieval = raw.pop("retrieval_context", None)
+        expected, tool_problems = holodeck.expected_tools_from(
+            raw.get("expected_tools"), where, f"{location}.expected_tools"
+        )
+        retrieval_problems = holodeck.retrieval_problems(retrieval, where, f"{location}.retrieval_context")
+        problems += tool_problems + retrieval_problems
+        if tool_problems or retrieval_problems:
             continue
-        raw["expected_tools"] = names
+        raw["expected_tools"] = [tool.name for tool in expected] if expected is not None else None
         raw["evaluations"] = None
         try:
             test_case = TestCaseModel.model_validate(raw)
         except ValidationError as error:
-            problems += problems_from_validation(where, error, f"test_cases[{index}]")
+            problems += problems_from_validation(where, error, location)
             continue
         for file_index, file_input in enumerate(test_case.files or []):
-            location = f"test_cases[{index}].files[{file_index}]"
-            problems += holodeck.file_problems(file_input, path.parent, where, location)
+            problems += holodeck.file_problems(
+                file_input, path.parent, where, f"{location}.files[{file_index}]"
+            )
         case = case_from_test_case_model(test_case, index, None)
-        turn = case.turns[0].model_copy(update={"expected_tool_calls": calls, "metadata": extras})
+        turn = case.turns[0].model_copy(
+            update={
+                "expected_tool_calls": holodeck.literal_calls(expected),
+                "expected_tools": expected,
+                "retrieval_context": retrieval,
+            }
+        )
         cases.append(case.model_copy(update={"metrics": case_specs, "turns": [turn]}))
     if not raw_cases and not file_problems:
         problems.append(Problem(where, "test_cases", "at least one test case is required"))
@@ -214,6 +193,12 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     )
     if problems:
         raise SuiteError(problems)
+    warnings += [
+        f"{where}: test case {case.display_name!r}: no metric scores it and it expects no tools; "
+        "it will be reported as not scored, never as passed"
+        for case in cases
+        if not case.metrics and case.expected_tools is None and not any(turn.metrics for turn in case.turns)
+    ]
     agent = None
     if document.get("model") and document.get("instructions") is not None:
         agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop

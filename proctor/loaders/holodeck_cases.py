@@ -9,6 +9,7 @@ as a warning naming the field, never dropped silently.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -18,10 +19,11 @@ from pydantic import ValidationError
 from proctor.env import expand_env
 from proctor.files import URL_SCHEMES, leaves_roots
 from proctor.loaders.errors import Problem, found, problems_from_validation
-from proctor.loaders.metric_specs import check_spec, spec_from_evaluation_metric
+from proctor.loaders.holodeck_keys import EXPECTED_TOOL_KEYS, METRIC_KEYS, TURN_KEYS, unknown_keys
 from proctor.loaders.references import resolve_relative_target
+from proctor.metrics.expected_tools import validate_matcher
 from proctor.models.agentflow import ToolCall
-from proctor.models.case import Case, MetricSpec, Turn
+from proctor.models.case import Case, ExpectedTool, MetricSpec, Turn
 from proctor.models.holodeck import MAX_FILES_PER_CASE, EvaluationMetric, FileInput, LLMProvider
 
 STANDARD_METRICS = {
@@ -43,12 +45,18 @@ GEVAL_PARAMS = {
 _SECRET_KEYS = {"api_key"}  # kept as references: resolved only when a judge is called
 
 
-def substitute_env(value: Any, problems: list[Problem], file: str, location: str = "") -> Any:
-    """`${VAR}` in string values becomes the variable's value, except in `api_key` fields."""
+UNUSED_SECTIONS = frozenset({"deployment", "observability"})  # not used to evaluate: not substituted
+
+
+def substitute_env(
+    value: Any, problems: list[Problem], file: str, location: str = "", skip: frozenset[str] = frozenset()
+) -> Any:
+    """`${VAR}` in string values becomes the variable's value, except in `api_key` fields and
+    the top-level sections in `skip` (a variable they name need not be set to run)."""
     if isinstance(value, dict):
         return {
             key: item
-            if key in _SECRET_KEYS
+            if key in _SECRET_KEYS or key in skip
             else substitute_env(item, problems, file, f"{location}.{key}".strip("."))
             for key, item in value.items()
         }
@@ -69,7 +77,12 @@ def metric_from_typed(
 ) -> EvaluationMetric | None:
     """One HoloDeck metric entry as an `EvaluationMetric`; None (with a warning) if unsupported."""
     entry = dict(raw)
-    kind = entry.pop("type", None)
+    kind = entry.get("type")
+    if kind in METRIC_KEYS and set(entry) - METRIC_KEYS[kind]:
+        unknown = ", ".join(sorted(set(entry) - METRIC_KEYS[kind]))
+        valid = ", ".join(sorted(METRIC_KEYS[kind]))
+        raise ValueError(f"unknown key(s) {unknown} for a {kind} metric; valid keys: {valid}")
+    entry.pop("type", None)
     if kind is None:
         return EvaluationMetric.model_validate(entry)
     if kind == "standard":
@@ -127,46 +140,148 @@ def file_problems(file_input: FileInput, base_dir: Path, file: str, location: st
     return []
 
 
-def _expected_tools(
-    raw: list[Any] | None, file: str, location: str, warnings: list[str]
-) -> tuple[list[str] | None, list[ToolCall] | None]:
-    """HoloDeck's expected tools: names (for `tools_matched`) and literal-argument calls."""
+def expected_tools_from(
+    raw: Any, file: str, location: str
+) -> tuple[list[ExpectedTool] | None, list[Problem]]:
+    """HoloDeck's `expected_tools`: bare names or `{name, args, count}` objects, checked as
+    HoloDeck checks them (non-empty name, count >= 1, args a mapping, matchers well formed)."""
     if raw is None:
-        return None, None
+        return None, []
     if not isinstance(raw, list):
-        raise ValueError(f"expected a list of tool names or {{name, args}}; found {raw!r}")
-    names, calls = [], []
-    for index, item in enumerate(raw):
-        if isinstance(item, str):
-            names.append(item)
-            continue
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ValueError(f"entry {index} needs a tool 'name'; found {item!r}")
-        names.append(item["name"])
-        args = item.get("args") or {}
-        if any(isinstance(value, dict) and {"fuzzy", "regex"} & set(value) for value in args.values()):
-            warnings.append(
-                f"{file}: {location}[{index}].args: fuzzy/regex argument matchers are not checked yet"
+        return None, [
+            Problem(
+                file, location, f"expected a list of tool names or {{name, args, count}}; found {found(raw)}"
             )
-        elif args:
-            calls.append(ToolCall(name=item["name"], args=args))
-    return names, calls or None
+        ]
+    tools, problems = [], []
+    for index, item in enumerate(raw):
+        at = f"{location}[{index}]"
+        if isinstance(item, str) and item.strip():
+            tools.append(ExpectedTool(name=item))
+            continue
+        if not isinstance(item, dict):
+            problems.append(
+                Problem(file, at, f"expected a tool name or {{name, args, count}}; found {found(item)}")
+            )
+            continue
+        key_problems = unknown_keys(file, at, item, EXPECTED_TOOL_KEYS)
+        name, count, args = item.get("name"), item.get("count", 1), item.get("args")
+        if not isinstance(name, str) or not name.strip():
+            key_problems.append(Problem(file, f"{at}.name", "name must be a non-empty string"))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            key_problems.append(
+                Problem(file, f"{at}.count", f"count must be an integer >= 1; found {found(count)}")
+            )
+        if args is not None and not isinstance(args, dict):
+            key_problems.append(Problem(file, f"{at}.args", f"args must be a mapping; found {found(args)}"))
+        for key, matcher in (args or {}).items() if isinstance(args, dict) else ():
+            problem = validate_matcher(matcher)
+            if problem:
+                key_problems.append(Problem(file, f"{at}.args.{key}", problem))
+        problems += key_problems
+        if not key_problems:
+            tools.append(ExpectedTool(name=name, args=args, count=count))
+    return tools, problems
+
+
+def literal_calls(expected: list[ExpectedTool] | None) -> list[ToolCall] | None:
+    """Expected tools whose arguments are all literals, as calls a trajectory metric can compare."""
+    calls = [
+        ToolCall(name=tool.name, args=tool.args)
+        for tool in expected or []
+        if tool.args
+        and not any(isinstance(v, dict) and {"fuzzy", "regex"} & set(v) for v in tool.args.values())
+    ]
+    return calls or None
+
+
+def retrieval_problems(value: Any, file: str, location: str) -> list[Problem]:
+    if value is None or (isinstance(value, list) and all(isinstance(chunk, str) for chunk in value)):
+        return []
+    return [Problem(file, location, f"expected a list of text chunks; found {found(value)}")]
+
+
+TurnMetrics = Callable[[Any, str], tuple[list[MetricSpec] | None, list[Problem]]]
+
+
+def _turn(
+    turn: Any, where: str, number: int, file: str, base_dir: Path, turn_metrics: TurnMetrics | None
+) -> tuple[Turn | None, list[FileInput], list[Problem]]:
+    """One turn of a multi-turn case, with its own expectations and metrics."""
+    if not isinstance(turn, dict):
+        return None, [], [Problem(file, where, f"expected a mapping with input; found {found(turn)}")]
+    problems = unknown_keys(file, where, turn, TURN_KEYS)
+    text = turn.get("input")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
+    ground_truth = turn.get("ground_truth")
+    if ground_truth is not None and (not isinstance(ground_truth, str) or not ground_truth.strip()):
+        problems.append(
+            Problem(
+                file, f"{where}.ground_truth", f"expected a non-empty string; found {found(ground_truth)}"
+            )
+        )
+    expected, tool_problems = expected_tools_from(turn.get("expected_tools"), file, f"{where}.expected_tools")
+    problems += tool_problems + retrieval_problems(
+        turn.get("retrieval_context"), file, f"{where}.retrieval_context"
+    )
+    turn_config = turn.get("turn_config")
+    if turn_config is not None and not isinstance(turn_config, dict):
+        problems.append(
+            Problem(file, f"{where}.turn_config", f"expected a mapping; found {found(turn_config)}")
+        )
+    files: list[FileInput] = []
+    turn_files = turn.get("files") or []
+    if not isinstance(turn_files, list):
+        problems.append(
+            Problem(file, f"{where}.files", f"expected a list of files; found {found(turn_files)}")
+        )
+        turn_files = []
+    for file_index, item in enumerate(turn_files):
+        try:
+            file_input = FileInput.model_validate(item)
+        except ValidationError as error:
+            problems += problems_from_validation(file, error, f"{where}.files[{file_index}]")
+            continue
+        files.append(file_input)
+        problems += file_problems(file_input, base_dir, file, f"{where}.files[{file_index}]")
+    metrics, metric_problems = (
+        turn_metrics(turn.get("evaluations"), where) if turn_metrics is not None else (None, [])
+    )
+    problems += metric_problems
+    if problems:
+        return None, files, problems
+    return (
+        Turn(
+            turn_id=f"turn_{number + 1}",
+            input=text,
+            expected_response=ground_truth,
+            expected_tool_calls=literal_calls(expected),
+            expected_tools=expected,
+            retrieval_context=turn.get("retrieval_context"),
+            metrics=metrics,
+            metadata={"turn_config": turn_config} if turn_config is not None else {},
+        ),
+        files,
+        [],
+    )
 
 
 def multi_turn_case(
     raw: dict[str, Any],
     index: int,
-    specs: list[MetricSpec],
+    specs: list[MetricSpec] | None,
     file: str,
     warnings: list[str],
     base_dir: Path | None = None,
+    turn_metrics: TurnMetrics | None = None,
 ) -> tuple[Case | None, list[Problem]]:
-    """A HoloDeck case with `turns:` (one session, one exchange per turn); paths resolve
-    against `base_dir`, the agent.yaml's folder (by default, that of `file`)."""
+    """A HoloDeck case with `turns:` (one session, one exchange per turn, each scored on its
+    own); paths resolve against `base_dir`, the agent.yaml's folder (by default, that of `file`)."""
     base_dir = base_dir if base_dir is not None else Path(file).parent
     location = f"test_cases[{index}]"
     problems = [
-        Problem(file, f"{location}.{key}", "must not be set when the case has turns")
+        Problem(file, f"{location}.{key}", "must not be set when the case has turns; move it onto each turn")
         for key in ("input", "ground_truth", "expected_tools", "files", "retrieval_context")
         if key in raw
     ]
@@ -175,99 +290,50 @@ def multi_turn_case(
         problems.append(
             Problem(file, f"{location}.name", f"expected a non-empty string; found {found(name)}")
         )
-    raw_turns = raw.get("turns") or []
-    if not isinstance(raw_turns, list):
+    raw_turns = raw.get("turns")
+    if not isinstance(raw_turns, list) or not raw_turns:
         problems.append(
-            Problem(file, f"{location}.turns", f"expected a list of turns; found {found(raw_turns)}")
+            Problem(
+                file,
+                f"{location}.turns",
+                f"at least one turn is required (a list of turns); found {found(raw_turns)}",
+            )
         )
         raw_turns = []
-    turns, files, expected_names, per_turn_specs = [], [], [], []
-    for number, turn in enumerate(raw_turns):
-        where = f"{location}.turns[{number}]"
-        if not isinstance(turn, dict):
-            problems.append(Problem(file, where, f"expected a mapping with input; found {found(turn)}"))
-            continue
-        text = turn.get("input")
-        if not isinstance(text, str) or not text.strip():
-            problems.append(Problem(file, f"{where}.input", "input must be non-empty"))
-            continue
-        ground_truth = turn.get("ground_truth")
-        if ground_truth is not None and not isinstance(ground_truth, str):
-            problems.append(
-                Problem(file, f"{where}.ground_truth", f"expected a string; found {found(ground_truth)}")
-            )
-            continue
-        try:
-            names, calls = _expected_tools(
-                turn.get("expected_tools"), file, f"{where}.expected_tools", warnings
-            )
-        except ValueError as error:
-            problems.append(Problem(file, f"{where}.expected_tools", str(error)))
-            continue
-        expected_names += names or []
-        turn_files = turn.get("files") or []
-        if not isinstance(turn_files, list):
-            problems.append(
-                Problem(file, f"{where}.files", f"expected a list of files; found {found(turn_files)}")
-            )
-            turn_files = []
-        for file_index, item in enumerate(turn_files):
-            try:
-                file_input = FileInput.model_validate(item)
-            except ValidationError as error:
-                problems += problems_from_validation(file, error, f"{where}.files[{file_index}]")
-                continue
-            files.append(file_input)
-            problems += file_problems(file_input, base_dir, file, f"{where}.files[{file_index}]")
-        metrics = turn.get("evaluations") or []
-        if not isinstance(metrics, list):
-            problems.append(
-                Problem(file, f"{where}.evaluations", f"expected a list of metrics; found {found(metrics)}")
-            )
-            metrics = []
-        for metric_index, metric in enumerate(metrics):
-            at = f"{where}.evaluations[{metric_index}]"
-            if not isinstance(metric, dict):
-                continue
-            try:
-                converted = metric_from_typed(metric, file, at, warnings, base_dir)
-            except ValidationError as error:
-                problems += problems_from_validation(file, error, at)
-                continue
-            except ValueError as error:
-                problems.append(Problem(file, at, str(error)))
-                continue
-            if converted:
-                spec = spec_from_evaluation_metric(converted)
-                problem = check_spec(spec, file, at)
-                if problem:
-                    problems.append(problem)
-                per_turn_specs.append(spec)
-        turns.append(
-            Turn(
-                turn_id=f"turn_{number + 1}",
-                input=text,
-                expected_response=ground_truth,
-                expected_tool_calls=calls,
-                metadata={k: turn[k] for k in ("turn_config", "retrieval_context") if k in turn},
-            )
+    turns, files = [], []
+    for number, item in enumerate(raw_turns):
+        turn, turn_files, turn_problems = _turn(
+            item, f"{location}.turns[{number}]", number, file, base_dir, turn_metrics
         )
-    if not raw_turns and isinstance(raw.get("turns") or [], list):
-        problems.append(Problem(file, f"{location}.turns", "at least one turn is required"))
+        problems += turn_problems
+        files += turn_files
+        if len(turn_files) > MAX_FILES_PER_CASE:
+            problems.append(
+                Problem(
+                    file, f"{location}.turns[{number}].files", f"at most {MAX_FILES_PER_CASE} files per turn"
+                )
+            )
+        if turn is not None:
+            turns.append(turn)
     if len(files) > MAX_FILES_PER_CASE:
         problems.append(
-            Problem(file, location, f"at most {MAX_FILES_PER_CASE} files per case; got {len(files)}")
+            Problem(
+                file, location, f"at most {MAX_FILES_PER_CASE} files per case (all turns); got {len(files)}"
+            )
         )
     if problems:
         return None, problems
+    names = [tool.name for turn in turns for tool in turn.expected_tools or []]
+    any_tools = any(turn.expected_tools is not None for turn in turns)
     return Case(
         case_id=name or f"test_{index + 1}",
         name=name,
         turns=turns,
         files=files,
-        metrics=[*specs, *per_turn_specs],
-        expected_tools=expected_names or None,
+        metrics=list(specs or []),
+        expected_tools=names if any_tools else None,
         source_format="holodeck",
+        score_per_turn=True,
     ), []
 
 

@@ -31,6 +31,7 @@ class MetricContext:
     agent_ms: float = 0.0
     judge: Judge | None = None
     scale: int | None = None
+    turn_offset: int = 0  # the position of `case.turns[0]` in the conversation, when scored per turn
 
     @property
     def final_response(self) -> str:
@@ -46,8 +47,10 @@ class MetricContext:
 
     @property
     def context_text(self) -> str:
-        """What the answer may be grounded in: the attached files and every tool result."""
-        parts = [f.markdown_content for f in self.processed_files if f.error is None and f.markdown_content]
+        """What the answer may be grounded in: the retrieved chunks the case states (HoloDeck's
+        `retrieval_context`), the attached files and every tool result."""
+        parts = [chunk for turn in self.case.turns for chunk in turn.retrieval_context or []]
+        parts += [f.markdown_content for f in self.processed_files if f.error is None and f.markdown_content]
         for call in self.tool_calls:
             if call.result is not None:
                 result = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import statistics
 import string
 from dataclasses import dataclass, field
@@ -41,29 +40,42 @@ class Equality(Metric):
         return Score(value=float(equal), reason="equal" if equal else "differs from the expected answer")
 
 
-_NUMBER = re.compile(r"[-+]?(?:\d[\d,_\u00a0]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+# Narrow NBSP, NBSP, underscore and comma: HoloDeck's thousands separators.
+_THOUSANDS = ",_\u00a0\u202f"
 
 
-def parse_numbers(text: str, *, percent: bool, thousands: bool) -> list[float]:
-    numbers = []
-    for token in _NUMBER.findall(text):
-        is_percent = token.endswith("%")
-        token = token.rstrip("%")
-        if thousands:
-            token = token.replace(",", "").replace("_", "").replace("\u00a0", "")
-        try:
-            value = float(token)
-        except ValueError:
-            continue
-        numbers.append(value / 100 if is_percent and percent else value)
-    return numbers
+def parse_number(value: str, *, percent: bool, thousands: bool) -> tuple[float | None, str | None]:
+    """HoloDeck's `_try_parse_number`: the whole (stripped) text is one number, else why not.
+
+    A trailing `%` needs `accept_percent`; a separator needs `accept_thousands_separators`.
+    """
+    raw = value.strip()
+    if not raw:
+        return None, "value is empty"
+    is_percent = raw.endswith("%")
+    if is_percent and not percent:
+        return None, f"percent sign in {raw!r} but accept_percent is off"
+    if is_percent:
+        raw = raw[:-1].strip()
+    if thousands:
+        for separator in _THOUSANDS:
+            raw = raw.replace(separator, "")
+    elif any(separator in raw for separator in _THOUSANDS):
+        return None, f"thousands separator in {raw!r} but accept_thousands_separators is off"
+    try:
+        number = float(raw)
+    except ValueError:
+        return None, f"could not parse {value!r} as a number"
+    return (number / 100 if is_percent else number), None
 
 
 class Numeric(Metric):
-    """1 if a number in the answer is within tolerance of the expected number (HoloDeck `numeric`)."""
+    """1 if the answer, as a whole, is a number within tolerance of the expected one (HoloDeck
+    `numeric`): "1557" passes for 1557, "12, 1557 or 99999" and "The answer is 1557" do not.
+    Use `response_path` to grade one field of a JSON answer."""
 
     name = "numeric"
-    summary = "A number in the answer is within absolute or relative tolerance of the expected number."
+    summary = "The answer is a number within absolute or relative tolerance of the expected number."
 
     absolute_tolerance: float = Field(default=1e-6, ge=0)
     relative_tolerance: float = Field(default=0.0, ge=0)
@@ -75,23 +87,20 @@ class Numeric(Metric):
 
     def evaluate(self, ctx: MetricContext) -> Score:
         options = {"percent": self.accept_percent, "thousands": self.accept_thousands_separators}
-        expected = parse_numbers(ctx.expected_response or "", **options)
-        if not expected:
-            raise ValueError(f"the expected answer {ctx.expected_response!r} is not a number")
-        target = expected[0]
-        found = parse_numbers(ctx.final_response, **options)
-        close = [
-            n
-            for n in found
-            if abs(n - target) <= self.absolute_tolerance
-            or abs(n - target) <= self.relative_tolerance * abs(target)
-        ]
-        reason = (
-            f"found {close[0]:g} ≈ {target:g}"
-            if close
-            else f"no number within tolerance of {target:g} in the answer"
+        target, problem = parse_number(ctx.expected_response or "", **options)
+        if target is None:
+            raise ValueError(f"the expected answer is not a number: {problem}")
+        actual, problem = parse_number(ctx.final_response, **options)
+        if actual is None:
+            return Score(
+                value=0.0, reason=f"the answer is not a number: {problem}", details={"expected": target}
+            )
+        difference = abs(actual - target)
+        close = difference <= self.absolute_tolerance or (
+            self.relative_tolerance > 0 and difference <= self.relative_tolerance * abs(target)
         )
-        return Score(value=float(bool(close)), reason=reason, details={"expected": target, "found": found})
+        reason = f"{actual:g} {'≈' if close else '≠'} {target:g}"
+        return Score(value=float(close), reason=reason, details={"expected": target, "actual": actual})
 
 
 @dataclass(frozen=True)
@@ -142,10 +151,10 @@ class CodeGrader(Metric):
                 agent_response=(actual.response if actual else None) or "",
                 ground_truth=expected.expected_response,
                 tool_invocations=tuple(actual.tool_calls if actual else ()),
-                turn_index=index,
+                turn_index=ctx.turn_offset + index,
                 test_case_name=ctx.case.name,
                 turn_config=dict(expected.metadata.get("turn_config") or {}),
-                retrieval_context=tuple(expected.metadata.get("retrieval_context") or ()) or None,
+                retrieval_context=tuple(expected.retrieval_context or ()) or None,
             )
             try:
                 graded = grade(context)

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from proctor.models.agentflow import CriterionResult, EvalCaseResult
-from proctor.models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult
+from proctor.models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult, TurnResult
+from proctor.models.outcome import AgentTurn
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.models.vanna import (
     AgentResult,
@@ -64,8 +65,38 @@ def case_label(row: Any) -> str:
     return f"{name} (repeat {attempt + 1})" if attempt else name
 
 
+def _turn_results(row: CaseResultRow) -> list[TurnResult] | None:
+    """Each turn's own result, for a case that was scored turn by turn."""
+    turns = [AgentTurn.model_validate(turn) for turn in row.turns]
+    if not any(turn.passed is not None for turn in turns):
+        return None
+    return [
+        TurnResult(
+            turn_index=index,
+            input=turn.input,
+            response=turn.response,
+            ground_truth=turn.expected_response,
+            tool_calls=[call.name for call in turn.tool_calls],
+            tools_matched=turn.tools_matched,
+            metric_results=[metric.to_metric_result() for metric in turn.metrics],
+            passed=bool(turn.passed),
+            execution_time_ms=int(turn.latency_ms),
+            errors=[e for e in [turn.error, *turn.tool_problems] if e],
+        )
+        for index, turn in enumerate(turns)
+    ]
+
+
 def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResult:
-    """HoloDeck's `TestResult` for one stored case."""
+    """HoloDeck's `TestResult` for one stored case.
+
+    A case whose agent failed before its tools were checked has expected tools and no verdict
+    on them: it did not meet them (HoloDeck requires `tools_matched` with `expected_tools`).
+    """
+    tools_matched = row.tools_matched
+    if tools_matched is None and row.expected_tools is not None:
+        tools_matched = False
+    turns = _turn_results(row)
     return TestResult(
         test_name=case_label(row),
         test_input=row.input,
@@ -73,9 +104,10 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResul
         agent_response=row.response,
         tool_calls=[call["name"] for call in row.tool_calls],
         expected_tools=row.expected_tools,
-        tools_matched=row.tools_matched,
+        tools_matched=tools_matched,
+        turns=turns,
         metric_results=[metric_result(metric) for metric in metrics],
-        ground_truth=row.ground_truth,
+        ground_truth=row.ground_truth if turns is None else None,  # per turn, as HoloDeck has it
         passed=bool(row.passed),
         execution_time_ms=int(row.execution_ms),
         errors=list(row.errors),

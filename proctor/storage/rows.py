@@ -84,6 +84,7 @@ def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
         "errors": list(outcome.errors),
         "notes": list(outcome.storage_notes) or None,
         "tools_matched": outcome.tools_matched,
+        "turns": [turn.model_dump(mode="json") for turn in outcome.turns],
         "evaluation_ms": outcome.evaluation_ms,
         "execution_ms": outcome.execution_ms,
         "finished_at": outcome.finished_at or datetime.now(UTC),

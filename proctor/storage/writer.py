@@ -94,13 +94,15 @@ class _Write:
 
 
 # What changes between a case's checkpoint (agent done) and its end: the final write updates
-# only these, so the turns and tool calls are not serialised twice.
+# only these, so the tool calls and files are not serialised twice. The turns are: a case
+# scored turn by turn stores each turn's scores with the turn.
 FINAL_COLUMNS = (
     "state",
     "passed",
     "errors",
     "notes",
     "tools_matched",
+    "turns",
     "evaluation_ms",
     "execution_ms",
     "finished_at",

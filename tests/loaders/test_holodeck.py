@@ -78,7 +78,9 @@ def test_typed_metrics_map_onto_the_registry(agent_dir: Path) -> None:
         ("numeric", None),
         ("contains", None),
     ]
-    assert names[-1] == ("code", "Turn program")
+    assert len(names) == 5  # a turn's own evaluations replace the case's for that turn only
+    assert conversation.turns[0].metrics is None
+    assert [(spec.name, spec.label) for spec in conversation.turns[1].metrics] == [("code", "Turn program")]
     geval = conversation.metrics[0]
     assert geval.args["evaluation_params"] == ["actual_output", "context", "input"]
     assert geval.model.name == "gpt-4o-mini"
@@ -108,7 +110,7 @@ def test_cases_come_from_test_cases_file_single_and_multi_turn(agent_dir: Path) 
 
 def test_a_code_grader_scores_every_turn(agent_dir: Path) -> None:
     conversation = load_suite(agent_dir / "agent.yaml").cases[1]
-    spec = conversation.metrics[-1]
+    spec = conversation.turns[1].metrics[0]
     grader = REGISTRY.build(spec)
     from tests.factories import call
 
@@ -136,10 +138,12 @@ def test_numeric_and_equality_metrics() -> None:
         )
     )
     ctx = lambda answer, expected: make_ctx(make_case(expected_response=expected), agent_turn(answer))  # noqa: E731
-    assert numeric.evaluate(ctx("The change was 35.6 points", "35.8")).value == 1.0
-    assert numeric.evaluate(ctx("about 1,234.4", "1234")).value == 1.0
+    # HoloDeck's `numeric`: the whole answer is one number (use response_path for a JSON field)
+    assert numeric.evaluate(ctx("35.6", "35.8")).value == 1.0
+    assert numeric.evaluate(ctx(" 1,234.4 ", "1234")).value == 1.0
     assert numeric.evaluate(ctx("35.8%", "0.358")).value == 1.0
-    assert numeric.evaluate(ctx("roughly 40", "35.8")).value == 0.0
+    assert numeric.evaluate(ctx("40", "35.8")).value == 0.0
+    assert numeric.evaluate(ctx("The change was 35.6 points", "35.8")).value == 0.0
     equality = REGISTRY.build(
         MetricSpec(name="equality", args={"case_insensitive": True, "strip_whitespace": True})
     )

@@ -1,0 +1,101 @@
+"""The keys HoloDeck's own models accept at each level of an `agent.yaml`, and the check that
+refuses any other: a misspelled `evaluation:` must not make a wrong answer pass.
+
+The sets mirror HoloDeck's Pydantic models (all `extra="forbid"`): `Agent`, `EvaluationConfig`,
+`TestCaseModel`, `Turn`, `ExpectedTool`, `EvaluationMetric`, `GEvalMetric`, `RAGMetric`,
+`CodeMetric` and `LLMProvider`. `test_cases_file` is Proctor's own addition.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from proctor.loaders.errors import Problem
+
+AGENT_KEYS = frozenset(
+    {
+        "name",
+        "description",
+        "author",
+        "model",
+        "instructions",
+        "response_format",
+        "tools",
+        "evaluations",
+        "test_cases",
+        "test_cases_file",
+        "execution",
+        "observability",
+        "deployment",
+        "embedding_provider",
+        "claude",
+        "openai",
+    }
+)
+EVALUATIONS_KEYS = frozenset({"model", "metrics", "optimizer"})
+TEST_CASE_KEYS = frozenset(
+    {"name", "input", "expected_tools", "ground_truth", "files", "retrieval_context", "evaluations", "turns"}
+)
+TURN_KEYS = frozenset(
+    {"input", "ground_truth", "expected_tools", "files", "retrieval_context", "evaluations", "turn_config"}
+)
+EXPECTED_TOOL_KEYS = frozenset({"name", "args", "count"})
+_COMMON_METRIC_KEYS = {"type", "threshold", "enabled", "model", "fail_on_error"}
+METRIC_KEYS = {
+    "standard": frozenset(
+        _COMMON_METRIC_KEYS
+        | {
+            "metric",
+            "scale",
+            "retry_on_failure",
+            "timeout_ms",
+            "custom_prompt",
+            "case_insensitive",
+            "strip_whitespace",
+            "strip_punctuation",
+            "absolute_tolerance",
+            "relative_tolerance",
+            "accept_percent",
+            "accept_thousands_separators",
+            "response_path",
+        }
+    ),
+    "geval": frozenset(
+        _COMMON_METRIC_KEYS | {"name", "criteria", "evaluation_steps", "evaluation_params", "strict_mode"}
+    ),
+    "rag": frozenset(_COMMON_METRIC_KEYS | {"metric_type", "include_reason"}),
+    "code": frozenset(_COMMON_METRIC_KEYS | {"grader", "name"}),
+}
+
+
+@lru_cache(maxsize=64)
+def _lines(file: str) -> tuple[str, ...]:
+    try:
+        return tuple(Path(file).read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return ()
+
+
+def line_of(file: str, key: str) -> int | None:
+    """The first line of `file` where `key` is written as a mapping key (YAML or JSON)."""
+    pattern = re.compile(rf"^\s*(?:-\s+)?[\"']?{re.escape(key)}[\"']?\s*:")
+    for number, line in enumerate(_lines(file), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
+def unknown_keys(file: str, location: str, mapping: dict[str, Any], valid: frozenset[str]) -> list[Problem]:
+    """One problem per key HoloDeck would refuse, with its line and the keys that are valid."""
+    problems = []
+    for key in mapping:
+        if key in valid:
+            continue
+        line = line_of(file, str(key))
+        at = f" (line {line})" if line else ""
+        where = f"{location}.{key}" if location else str(key)
+        problems.append(Problem(file, where, f"unknown key{at}; valid keys: {', '.join(sorted(valid))}"))
+    return problems

@@ -1,0 +1,131 @@
+"""HoloDeck multi-turn cases are scored turn by turn: each turn against its own expectations,
+stored per turn, and shown per turn in every report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session, select
+
+from proctor.loaders import load_suite
+from proctor.models.case import MetricSpec
+from proctor.models.outcome import AgentTurn
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
+from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
+from proctor.reporting.reports import write_reports
+from proctor.storage import get_engine
+from proctor.turn_scoring import NOT_SCORED, rollup_metrics
+from tests.factories import make_case, stored_run
+
+MULTI_TURN = Path(__file__).parent / "data" / "holodeck" / "multi_turn"
+
+
+def _run(url: str, cases: list, agent: str, suite_dir: Path) -> uuid.UUID:
+    run_id = stored_run(url, agent=agent)
+    settings = RunSettings(
+        run_id=run_id, database_url=url, agent=agent, suite_dir=str(suite_dir), agent_timeout_s=10
+    )
+    asyncio.run(run_chunk([CaseWork(i, case) for i, case in enumerate(cases)], runtime_for(settings)))
+    release_runtime(run_id)
+    return run_id
+
+
+def _rows(url: str, run_id: uuid.UUID) -> dict[str, CaseResultRow]:
+    with Session(get_engine(url)) as session:
+        rows = session.exec(select(CaseResultRow).where(CaseResultRow.run_id == run_id)).all()
+        return {row.case_id: row for row in rows}
+
+
+@pytest.fixture
+def multi_turn_run(sqlite_url: str) -> uuid.UUID:
+    suite = load_suite(MULTI_TURN / "agent.yaml")
+    return _run(sqlite_url, suite.cases, f"{MULTI_TURN / 'agent.py'}:agent", MULTI_TURN)
+
+
+def test_a_wrong_first_turn_fails_the_case_even_if_the_last_is_right(
+    sqlite_url: str, multi_turn_run: uuid.UUID
+) -> None:
+    rows = _rows(sqlite_url, multi_turn_run)
+    assert rows["first_turn_wrong"].passed is False
+    assert rows["both_turns_right"].passed is True
+    turns = [AgentTurn.model_validate(turn) for turn in rows["first_turn_wrong"].turns]
+    assert [turn.expected_response for turn in turns] == ["Paris", "London"]
+    assert [[m.score for m in turn.metrics] for turn in turns] == [[0.0], [1.0]]
+    assert [turn.passed for turn in turns] == [False, True]
+    with Session(get_engine(sqlite_url)) as session:
+        metric = session.exec(
+            select(MetricResultRow).where(
+                MetricResultRow.run_id == multi_turn_run, MetricResultRow.case_id == "first_turn_wrong"
+            )
+        ).one()
+    # HoloDeck's roll-up: the mean of the turns' scores, passed only if every turn passed
+    assert (metric.metric_name, metric.score, metric.passed) == ("equality", 0.5, False)
+    assert [t["score"] for t in metric.details["turns"]] == [0.0, 1.0]
+
+
+def test_expected_tools_are_checked_per_turn_with_count_and_args(
+    sqlite_url: str, multi_turn_run: uuid.UUID
+) -> None:
+    rows = _rows(sqlite_url, multi_turn_run)
+    assert (rows["tools_each_turn"].passed, rows["tools_each_turn"].tools_matched) == (True, True)
+    # lookup_order was called, but in turn 1: turn 2 earns no credit for it
+    other = rows["tool_expected_in_the_other_turn"]
+    assert (other.passed, other.tools_matched) == (False, False)
+    turns = [AgentTurn.model_validate(turn) for turn in other.turns]
+    assert [turn.tools_matched for turn in turns] == [None, False]
+    assert turns[1].tool_problems == ["expected tool not called: lookup_order"]
+    count = AgentTurn.model_validate(rows["count_not_met"].turns[0])
+    assert (rows["count_not_met"].passed, count.tool_problems) == (
+        False,
+        ["expected 2 matching call(s) of refund, got 1"],
+    )
+    differ = AgentTurn.model_validate(rows["literal_args_differ"].turns[0])
+    assert rows["literal_args_differ"].passed is False
+    assert differ.tool_problems == ["expected refund: arg 'order_id' mismatch: expected 43, got 42"]
+
+
+def test_every_report_shows_each_turns_expected_answer_and_score(
+    sqlite_url: str, multi_turn_run: uuid.UUID, tmp_path: Path
+) -> None:
+    with Session(get_engine(sqlite_url)) as session:
+        run = session.get(EvalRun, multi_turn_run)
+        files = write_reports(session=session, run=run, directory=tmp_path)
+    report = json.loads(files.json.read_text())
+    result = next(r for r in report["results"] if r["test_name"] == "first_turn_wrong")
+    assert [(t["ground_truth"], t["passed"]) for t in result["turns"]] == [("Paris", False), ("London", True)]
+    assert [t["metric_results"][0]["score"] for t in result["turns"]] == [0.0, 1.0]
+    markdown = files.markdown.read_text()
+    section = markdown.split("first\\_turn\\_wrong")[1].split("### ")[0]
+    assert "Expected: Paris" in section and "Expected: London" in section
+    assert "equality: 0.00" in section and "equality: 1.00" in section
+    html = files.html.read_text()
+    assert "Expected (turn 1)" in html and "Expected (turn 2)" in html
+    assert "not matched: expected tool not called: lookup_order" in html
+
+
+def test_a_case_nothing_scores_is_not_scored_never_passed(sqlite_url: str, tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("def agent(request):\n    return 'anything'\n")
+    unscored = make_case(case_id="unscored")  # no metric, no expected tools
+    not_applicable = make_case(case_id="no_ground_truth", metrics=[MetricSpec(name="equality")])
+    run_id = _run(sqlite_url, [unscored, not_applicable], f"{tmp_path / 'agent.py'}:agent", tmp_path)
+    rows = _rows(sqlite_url, run_id)
+    for row in rows.values():
+        assert row.passed is False and row.errors == [NOT_SCORED]
+
+
+def test_the_rollup_keeps_each_metric_once_with_turn_scores() -> None:
+    from proctor.models.outcome import ScoredMetric
+
+    def turn(score: float, passed: bool) -> AgentTurn:
+        metric = ScoredMetric(
+            metric_name="m", score=score, threshold=0.5, passed=passed, evaluation_time_ms=1
+        )
+        return AgentTurn(turn_id="t", input="x", metrics=[metric])
+
+    (rolled,) = rollup_metrics([turn(0.9, True), turn(0.4, False), turn(0.8, True)])
+    assert rolled.score == pytest.approx(0.7) and rolled.passed is False
+    assert [t["turn"] for t in rolled.details["turns"]] == [1, 2, 3]
