@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import weakref
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
-from proctor.judges.credentials import redact, resolve_api_key, resolve_base_url
+from proctor.agents.providers import make_client
+from proctor.agents.tool_schema import schema_from_function
+from proctor.env import expand_env
+from proctor.judges.credentials import redact, resolve_base_url
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
 from proctor.user_code import load_python_target
@@ -32,8 +36,9 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] | None = None
     function: str | None = None
+    file: str | None = None  # HoloDeck: `file: tools.py` + `function: name`
 
 
 class OpenAIAgentConfig(BaseModel):
@@ -45,6 +50,7 @@ class OpenAIAgentConfig(BaseModel):
     model: LLMProvider
     instructions: str | dict[str, str] = ""
     tools: list[ToolSpec] = Field(default_factory=list)
+    response_format: dict[str, Any] | str | None = None
     max_tool_rounds: int = Field(default=8, ge=1, le=50)
 
     @field_validator("tools", mode="before")
@@ -69,12 +75,15 @@ class OpenAIToolAgent:
         self.config = config
         self.instructions = self._instructions(config.instructions, base_dir)
         self.implementations = {
-            tool.name: resolve_relative_target(tool.function, base_dir)
+            tool.name: resolve_relative_target(_function_target(tool), base_dir)
             for tool in config.tools
             if tool.function
         }
+        self.schemas = [self._schema(tool) for tool in config.tools]
+        self.response_format = response_format(config.response_format, config.name, base_dir)
         self.base_url = resolve_base_url(config.model)
-        self._api_key = resolve_api_key(config.model)
+        # the provider's client is made here once, so what it cannot do is refused before any case runs
+        self._api_key = make_client(config.model)[1]
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
         )
@@ -87,25 +96,37 @@ class OpenAIToolAgent:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, max_retries=2
-            )
+            client = self._clients[loop] = make_client(self.config.model)[0]
         return client
 
     @staticmethod
     def _instructions(value: str | dict[str, str], base_dir: Path) -> str:
         if isinstance(value, dict):
-            return (base_dir / value["file"]).read_text(encoding="utf-8")
+            if value.get("inline"):
+                return value["inline"]
+            if value.get("file"):
+                return (base_dir / value["file"]).read_text(encoding="utf-8")
+            raise ValueError("instructions need 'file' or 'inline'")
         return value
 
+    def _schema(self, tool: ToolSpec) -> dict[str, Any]:
+        """The tool as the model sees it: its parameters as given (a JSON schema, or HoloDeck's
+        name -> property map), else derived from the implementing function."""
+        parameters, description = tool.parameters, tool.description
+        if parameters is None and tool.name in self.implementations:
+            derived, doc = schema_from_function(load_python_target(self.implementations[tool.name]))
+            parameters, description = derived, description or doc
+        elif parameters is not None and "properties" not in parameters:
+            required = [name for name, prop in parameters.items() if "default" not in prop]
+            parameters = {"type": "object", "properties": parameters, "required": required}
+        parameters = parameters or {"type": "object", "properties": {}}
+        return {
+            "type": "function",
+            "function": {"name": tool.name, "description": description, "parameters": parameters},
+        }
+
     def _tool_schemas(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-            }
-            for t in self.config.tools
-        ]
+        return self.schemas
 
     async def _run_tool(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
         canned = (request.metadata.get("tool_results") or {}).get(name)
@@ -134,6 +155,8 @@ class OpenAIToolAgent:
                     tools=self._tool_schemas() or openai.NOT_GIVEN,  # type: ignore[arg-type]
                     temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
                     max_tokens=model.max_tokens or openai.NOT_GIVEN,
+                    top_p=model.top_p if model.top_p is not None else openai.NOT_GIVEN,
+                    response_format=self.response_format or openai.NOT_GIVEN,  # type: ignore[arg-type]
                 )
             except openai.APIError as error:  # its message is stored: never with the key in it
                 raise ModelCallError(redact(str(error), self._api_key)) from None
@@ -164,8 +187,47 @@ class OpenAIToolAgent:
         raise ToolLoopError(f"no answer after {self.config.max_tool_rounds} tool rounds")
 
 
+def _function_target(tool: ToolSpec) -> str:
+    function = tool.function or ""
+    return f"{tool.file}:{function}" if tool.file and ":" not in function else function
+
+
+def response_format(value: dict[str, Any] | str | None, name: str, base_dir: Path) -> dict[str, Any] | None:
+    """HoloDeck's `response_format` (a JSON schema inline or in a file) as the API's
+    `response_format`; one already in the API's shape is sent as it is."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from proctor.loaders.documents import read_document
+
+        value = read_document(base_dir / value)
+        if not isinstance(value, dict):
+            raise ValueError("response_format file must hold a JSON schema (a mapping)")
+    if value.get("type") in ("json_schema", "json_object", "text"):
+        return value
+    schema_name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "response"
+    return {"type": "json_schema", "json_schema": {"name": schema_name, "schema": value}}
+
+
+_NOT_SUBSTITUTED = {"api_key", "deployment", "observability"}  # keys resolve when called; unused
+
+
+def substitute(value: Any, missing: list[str]) -> Any:
+    """`${VAR}` in the agent's settings replaced from the environment (keys stay references)."""
+    if isinstance(value, dict):
+        return {k: v if k in _NOT_SUBSTITUTED else substitute(v, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(item, missing) for item in value]
+    if isinstance(value, str):
+        return expand_env(value, lambda name: missing.append(name) or f"${{{name}}}")
+    return value
+
+
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     from proctor.loaders.documents import read_document
 
-    document = read_document(config_path)
+    missing: list[str] = []
+    document = substitute(read_document(config_path), missing)
+    if missing:
+        raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent)

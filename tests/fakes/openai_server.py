@@ -187,7 +187,7 @@ class FakeOpenAI:
     @property
     def completions(self) -> list[dict[str, Any]]:
         """The recorded chat-completion requests only."""
-        return [r for r in self.requests if r["path"].endswith("/chat/completions")]
+        return [r for r in self.requests if r["path"].split("?")[0].endswith("/chat/completions")]
 
     @property
     def pending(self) -> int:
@@ -225,7 +225,7 @@ class FakeOpenAI:
             serial = self._counter
         path = h.path.split("?")[0]
         try:
-            if path == "/v1/chat/completions":
+            if path.endswith("/chat/completions"):  # /v1/..., or Azure's /openai/deployments/<name>/...
                 self._chat(h, body, serial)
             elif path == "/v1/embeddings":
                 self._embeddings(h, body)
