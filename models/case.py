@@ -36,6 +36,7 @@ class MetricSpec(BaseModel):
     retry_on_failure: int | None = Field(default=None, ge=1, le=3)
     timeout_ms: int | None = Field(default=None, gt=0)
     custom_prompt: str | None = None
+    response_path: str | None = None  # HoloDeck: grade this field of a JSON answer
 
 
 class ExpectedTool(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.loaders.errors import Problem
 from proctor.metrics.registry import REGISTRY, MetricConfigError
+from proctor.metrics.response_path import is_valid_path
 from proctor.models.agentflow import CriterionConfig, EvalConfig
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import EvaluationMetric, LLMProvider
@@ -49,6 +50,7 @@ def spec_from_evaluation_metric(
     return MetricSpec(
         name=metric.metric,
         label=args.pop("label", None),
+        response_path=args.pop("response_path", None),
         threshold=metric.threshold,
         enabled=metric.enabled,
         args=args,
@@ -67,6 +69,13 @@ def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
         metric = REGISTRY.build(spec)
     except MetricConfigError as error:
         return Problem(file, location, str(error))
+    if spec.response_path is not None and not is_valid_path(spec.response_path):
+        return Problem(
+            file,
+            f"{location}.response_path",
+            "expected a path such as 'answer', 'result.value' or 'items[0].score'; "
+            f"found {spec.response_path!r}",
+        )
     threshold, scale = spec.threshold, spec.scale
     if threshold is not None:
         judged_on_a_scale = metric.kind == "llm" and scale is not None and scale > 1

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from proctor.judges.judge import Usage, spending
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.metrics.response_path import with_response_at
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
 
@@ -119,6 +120,21 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
     if not applies:
         return None
     ctx = bound.context(ctx)
+    if bound.spec.response_path is not None and ctx.turns:
+        extracted, problem = with_response_at(ctx, bound.spec.response_path)
+        if extracted is None:  # HoloDeck: a failed result with the reason; the metric is not called
+            return ScoredMetric(
+                metric_name=bound.spec.label or bound.spec.name,
+                score=0.0,
+                threshold=bound.threshold,
+                scale=bound.spec.scale,
+                passed=False,
+                reason=problem,
+                evaluation_time_ms=int((time.perf_counter() - started) * 1000),
+                args=bound.arguments,
+                metric_version=bound.metric.version,
+            )
+        ctx = extracted
     attempts = 1 + bound.retries
     ledger = Usage()  # every judge answer of every attempt, failed ones included
     token = spending.set(ledger)

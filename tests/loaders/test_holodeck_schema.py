@@ -3,6 +3,7 @@ errors at every level; metric names resolve exactly."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,7 @@ LABELS = """
 evaluations:
   metrics:
     - {metric: contains, values: [Paris]}
-    - {type: geval, name: contains_london, criteria: mentions London}
+    - {metric: contains, values: [London], label: contains_london}
 test_cases:
   - {name: plain, input: q, evaluations: [contains]}
   - {name: labeled, input: q, evaluations: [contains_london]}
@@ -120,7 +121,9 @@ test_cases:
 def test_a_metric_name_resolves_exactly_not_to_a_later_label(tmp_path: Path) -> None:
     plain, labeled = load_suite(_write(tmp_path, LABELS)).cases
     assert [(s.name, s.label, s.args.get("values")) for s in plain.metrics] == [("contains", None, ["Paris"])]
-    assert [(s.name, s.label) for s in labeled.metrics] == [("geval", "contains_london")]
+    assert [(s.name, s.label, s.args.get("values")) for s in labeled.metrics] == [
+        ("contains", "contains_london", ["London"])
+    ]
 
 
 def test_an_ambiguous_metric_name_is_an_error(tmp_path: Path) -> None:
@@ -165,3 +168,29 @@ def test_numeric_follows_holodeck(answer: str, expected: str, score: float) -> N
     numeric = REGISTRY.build(MetricSpec(name="numeric"))
     result = numeric.evaluate(make_ctx(make_case(expected_response=expected), agent_turn(answer)))
     assert result.value == score
+
+
+def test_response_path_grades_one_field_of_a_json_answer(tmp_path: Path) -> None:
+    yaml = (
+        "evaluations:\n  metrics:\n    - {type: standard, metric: numeric, response_path: 'result.items[0].total'}\n"
+        "test_cases:\n  - {input: q, ground_truth: '1557'}\n"
+    )
+    (case,) = load_suite(_write(tmp_path, yaml)).cases
+    (spec,) = case.metrics
+    from proctor.metrics.runner import BoundMetric, score_metric
+
+    bound = BoundMetric(spec, REGISTRY.build(spec))
+
+    def score(answer: str):
+        return asyncio.run(score_metric(bound, make_ctx(case, agent_turn(answer))))
+
+    assert score('{"result": {"items": [{"total": 1557}]}}').passed is True
+    assert score('{"result": {"items": [{"total": 12}]}}').passed is False
+    missing = score("Total: 1557")  # not JSON: failed with the reason, the metric not called
+    assert missing.passed is False and "not JSON" in missing.reason
+
+
+def test_a_malformed_response_path_is_refused(tmp_path: Path) -> None:
+    yaml = "evaluations:\n  metrics: [{type: standard, metric: equality, response_path: 'a..b'}]\ntest_cases: [{input: q}]\n"
+    with pytest.raises(SuiteError, match="response_path: expected a path"):
+        load_suite(_write(tmp_path, yaml))
