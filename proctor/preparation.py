@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from proctor.agents import load_target
+from proctor.agents import AgentLoadError, load_target
 from proctor.judges import CredentialError, resolve_api_key
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.loaders.references import resolve_relative_target
@@ -54,6 +54,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     suite = load_suite(request.suite, config_path=request.config)
     if request.agent:
         agent = request.agent
+        note_agent_override(suite, agent)
     elif suite.agent:
         agent = resolve_relative_target(suite.agent, Path(suite.path).parent)
     else:
@@ -75,6 +76,32 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
         check_concurrency_limit(suite, request.model_call_limit)
     check_judge_credentials(suite, cases)
     return suite, cases, agent
+
+
+def note_agent_override(suite: Suite, agent: str) -> None:
+    """Say once what `--agent` replaces of an agent.yaml that defines its own agent."""
+    fields = suite.metadata.get("agent_fields") or []
+    suite.warnings = [w for w in suite.warnings if not w.endswith("; pass --agent")]
+    if fields:
+        suite.warnings.append(
+            f"{suite.path}: --agent {agent} replaces the agent.yaml's {', '.join(fields)}; they are not used"
+        )
+
+
+def preflight_problems(suite: Suite) -> list[Problem]:
+    """What `run` would refuse before any call, for `validate`: the suite's own agent must load
+    (model, provider, instructions, tools, ${VAR}s) and every judged metric needs a key."""
+    problems: list[Problem] = []
+    if suite.agent:
+        try:
+            load_target(resolve_relative_target(suite.agent, Path(suite.path).parent))
+        except AgentLoadError as error:
+            problems.append(Problem(suite.path, "agent", str(error)))
+    try:
+        check_judge_credentials(suite, suite.cases)
+    except SuiteError as error:
+        problems += error.problems
+    return problems
 
 
 def check_concurrency_limit(suite: Suite, name: str) -> None:
@@ -108,7 +135,8 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
         except CredentialError as error:
             problems.append(Problem(suite.path, "user simulator", str(error)))
     for case in cases:
-        for spec in case.metrics:
+        turn_specs = [spec for turn in case.turns for spec in turn.metrics or []]
+        for spec in [*case.metrics, *turn_specs]:
             if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":
                 continue
             seen.add(id(spec))

@@ -26,6 +26,12 @@ def validate_command(args: argparse.Namespace) -> int:
     except SuiteError as error:
         print_problems(error)
         return EXIT_BAD_INPUT
+    from proctor.preparation import preflight_problems
+
+    problems = [problem for suite in suites for problem in preflight_problems(suite)]
+    if problems:  # what `run` would refuse before calling anything
+        print_problems(SuiteError(problems))
+        return EXIT_BAD_INPUT
     for suite in suites:
         for warning in suite.warnings:
             print(f"warning: {warning}", file=sys.stderr)

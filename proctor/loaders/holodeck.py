@@ -12,7 +12,13 @@ from proctor.loaders import holodeck_cases as holodeck
 from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
-from proctor.loaders.holodeck_keys import AGENT_KEYS, EVALUATIONS_KEYS, TEST_CASE_KEYS, unknown_keys
+from proctor.loaders.holodeck_keys import (
+    AGENT_KEYS,
+    EVALUATIONS_KEYS,
+    TEST_CASE_KEYS,
+    unknown_keys,
+    unused_section_warnings,
+)
 from proctor.loaders.holodeck_metrics import case_metrics
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
 from proctor.models.case import Case, Suite, Turn
@@ -210,6 +216,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
                 )
     elif any(field in document for field in HOLODECK_AGENT_FIELDS):
         warnings.append(f"{path}: the agent needs both 'model' and 'instructions' to run; pass --agent")
+    warnings += unused_section_warnings(path, document)
     return Suite(
         suite_id=name,
         name=name,
@@ -219,6 +226,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         cases=cases,
         agent=agent,
         warnings=warnings,
+        metadata={"agent_fields": [field for field in HOLODECK_AGENT_FIELDS if field in document]},
     )
 
 

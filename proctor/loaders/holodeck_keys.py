@@ -99,3 +99,29 @@ def unknown_keys(file: str, location: str, mapping: dict[str, Any], valid: froze
         where = f"{location}.{key}" if location else str(key)
         problems.append(Problem(file, where, f"unknown key{at}; valid keys: {', '.join(sorted(valid))}"))
     return problems
+
+
+# Sections HoloDeck reads that do not change how Proctor evaluates, and why they are not used.
+UNUSED_SECTIONS = {
+    "execution": "Proctor's own settings apply: --concurrency, --timeout, --case-timeout",
+    "observability": "Proctor stores every result in its database; no telemetry is exported",
+    "deployment": "deployment is not part of an evaluation",
+    "embedding_provider": "vectorstore tools are not run by Proctor",
+    "claude": "Claude Agent SDK settings: Proctor calls the model through the openai package",
+    "openai": "OpenAI Agents SDK settings: Proctor runs its own tool loop",
+}
+
+
+def unused_section_warnings(path: Path, document: dict[str, Any]) -> list[str]:
+    """One warning per HoloDeck section present that Proctor does not use, with the reason;
+    and the model settings it cannot honour."""
+    warnings = [
+        f"{path}: {key} is not used ({why})" for key, why in UNUSED_SECTIONS.items() if key in document
+    ]
+    model = document.get("model")
+    if isinstance(model, dict) and model.get("auth_provider") not in (None, "api_key"):
+        warnings.append(
+            f"{path}: model.auth_provider {model['auth_provider']!r} cannot be used: Proctor reaches "
+            "Anthropic through its OpenAI-compatible endpoint, with an API key only"
+        )
+    return warnings

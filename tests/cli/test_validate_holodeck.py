@@ -1,0 +1,58 @@
+"""`validate` on HoloDeck files refuses what `run` would refuse, before any call; `--agent` says
+once what it overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proctor.cli import EXIT_BAD_INPUT, EXIT_PASSED, main
+from proctor.models.request import EvaluationRequest
+from proctor.preparation import prepare
+
+FULL = Path(__file__).resolve().parents[1] / "data" / "holodeck" / "full_schema" / "agent.yaml"
+
+
+@pytest.fixture
+def support_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUPPORT_ENDPOINT", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SUPPORT_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge")
+
+
+@pytest.mark.usefixtures("support_env")
+def test_validate_accepts_the_full_schema_and_names_what_is_not_used(capsys) -> None:
+    assert main(["validate", str(FULL)]) == EXIT_PASSED
+    err = capsys.readouterr().err
+    for section in ("execution", "observability", "deployment"):
+        assert f"{section} is not used" in err
+
+
+def test_validate_refuses_an_agent_run_would_refuse(tmp_path: Path, capsys) -> None:
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\nmodel: {provider: anthropic, name: claude, auth_provider: vertex}\n"
+        "instructions: {inline: hi}\ntest_cases: [{input: q, evaluations: [{metric: contains, values: [x]}]}]\n"
+    )
+    assert main(["validate", str(tmp_path / "agent.yaml")]) == EXIT_BAD_INPUT
+    assert "auth_provider 'vertex' cannot be used" in capsys.readouterr().err
+
+
+def test_validate_refuses_a_judged_metric_without_a_key(tmp_path: Path, capsys, monkeypatch) -> None:
+    for name in ("OPENAI_API_KEY", "PROCTOR_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "agent.yaml").write_text(
+        "test_cases:\n  - name: c\n    turns:\n      - input: q\n        evaluations: [{type: geval, name: G, criteria: c}]\n"
+    )
+    assert main(["validate", str(tmp_path / "agent.yaml")]) == EXIT_BAD_INPUT
+    assert "no API key for the judge" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("support_env")
+def test_agent_override_is_said_once_and_pass_agent_is_not(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text("def agent(request):\n    return 'shipped'\n")
+    suite, _, target = prepare(EvaluationRequest(suite=str(FULL), agent=f"{agent}:agent"))
+    overrides = [w for w in suite.warnings if "replaces the agent.yaml's" in w]
+    assert len(overrides) == 1 and "model, instructions, tools" in overrides[0]
+    assert not any("pass --agent" in w for w in suite.warnings)
