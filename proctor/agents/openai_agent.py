@@ -225,9 +225,13 @@ def substitute(value: Any, missing: list[str]) -> Any:
 
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     from proctor.loaders.documents import read_document
+    from proctor.loaders.holodeck_config import with_global_config
 
     missing: list[str] = []
-    document = substitute(read_document(config_path), missing)
+    document = read_document(config_path)
+    if isinstance(document, dict):
+        document = with_global_config(document, config_path.parent)[0]
+    document = substitute(document, missing)
     if missing:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent)

@@ -12,6 +12,7 @@ from proctor.loaders import holodeck_cases as holodeck
 from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
+from proctor.loaders.holodeck_config import with_global_config
 from proctor.loaders.holodeck_keys import (
     AGENT_KEYS,
     EVALUATIONS_KEYS,
@@ -85,6 +86,8 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     problems: list[Problem] = []
     warnings: list[str] = []
     problems += unknown_keys(str(path), "", document, AGENT_KEYS)
+    document, config_notes = with_global_config(document, path.parent)
+    warnings += config_notes
     document = holodeck.substitute_env(document, problems, str(path), skip=holodeck.UNUSED_SECTIONS)
     evaluations = document.get("evaluations") or None
     if evaluations is not None and not isinstance(evaluations, dict):

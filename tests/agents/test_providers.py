@@ -131,3 +131,28 @@ def test_anthropic_through_bedrock_is_refused_with_the_reason(tmp_path: Path) ->
     model = "{provider: anthropic, name: claude, auth_provider: bedrock}"
     with pytest.raises(AgentLoadError, match="auth_provider 'bedrock' cannot be used"):
         _ask(_agent(tmp_path, model))
+
+
+def test_the_project_config_yaml_supplies_the_provider_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proctor.loaders import load_suite
+
+    with FakeOpenAI(default="ok") as api:
+        monkeypatch.setenv("AZ_KEY", "az-from-config")
+        root = api.base_url.removesuffix("/v1")
+        (tmp_path / "config.yaml").write_text(
+            f'providers:\n  azure_openai:\n    provider: azure_openai\n    name: unused\n    endpoint: "{root}"\n'
+            f'    api_version: "2024-06-01"\n    api_key: "${{AZ_KEY}}"\nexecution: {{llm_timeout: 5}}\n'
+        )
+        agent = _agent(tmp_path, "{provider: azure_openai, name: support-deployment}")
+        assert _ask(agent).answer == "ok"
+        request = api.completions[0]
+        assert (
+            request["path"]
+            == "/openai/deployments/support-deployment/chat/completions?api-version=2024-06-01"
+        )
+        assert request["headers"]["api-key"] == "az-from-config"
+        warnings = load_suite(agent).warnings
+        assert any("global config read" in w and "config.yaml" in w for w in warnings)
+        assert any("execution is not used" in w for w in warnings)
