@@ -55,7 +55,7 @@ def spec_from_evaluation_metric(
         enabled=metric.enabled,
         args=args,
         scale=metric.scale,
-        model=metric.model or default_model,
+        model=metric.model or (default_model if metric.metric != "cost" else None),  # cost judges nothing
         fail_on_error=metric.fail_on_error,
         retry_on_failure=metric.retry_on_failure,
         timeout_ms=metric.timeout_ms,
@@ -65,6 +65,13 @@ def spec_from_evaluation_metric(
 
 def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
     """The problem with a spec's name or arguments, found before anything runs."""
+    if spec.name == "cost" and spec.model is not None and "pricing_model" not in spec.args:
+        return Problem(
+            file,
+            f"{location}.model",
+            "cost prices the agent's tokens: name the priced model in pricing_model; "
+            "a metric's model is its judge model",
+        )
     try:
         metric = REGISTRY.build(spec)
     except MetricConfigError as error:

@@ -113,15 +113,22 @@ class Cost(Metric):
     summary = "The agent's token cost (from a price table) stays within max_usd."
 
     max_usd: float = Field(gt=0)
-    model: str
+    # The model whose prices apply. `pricing_model` is the unambiguous name: in HoloDeck and
+    # Vanna files a metric's `model:` is its judge model, never the priced one.
+    pricing_model: str | None = None
+    model: str | None = None
     prices: dict[str, Price] | None = None
 
     @property
     def price(self) -> Price:
-        return {**DEFAULT_PRICES, **(self.prices or {})}[self.model]
+        return {**DEFAULT_PRICES, **(self.prices or {})}[self.model or ""]
 
     @model_validator(mode="after")
     def _priced(self) -> Cost:
+        if (self.pricing_model is None) == (self.model is None):
+            raise ValueError("name the priced model once: pricing_model (or, in agentflow criteria, model)")
+        if self.pricing_model is not None:
+            object.__setattr__(self, "model", self.pricing_model)
         known = {**DEFAULT_PRICES, **(self.prices or {})}
         if self.model not in known:
             raise ValueError(

@@ -194,3 +194,12 @@ def test_a_malformed_response_path_is_refused(tmp_path: Path) -> None:
     yaml = "evaluations:\n  metrics: [{type: standard, metric: equality, response_path: 'a..b'}]\ntest_cases: [{input: q}]\n"
     with pytest.raises(SuiteError, match="response_path: expected a path"):
         load_suite(_write(tmp_path, yaml))
+
+
+def test_cost_names_its_priced_model_unambiguously(tmp_path: Path) -> None:
+    judged = "evaluations:\n  model: {name: gpt-4o-mini}\n  metrics: [{metric: cost, max_usd: 0.01, model: gpt-4o}]\n"
+    with pytest.raises(SuiteError, match="name the priced model in pricing_model"):
+        load_suite(_write(tmp_path, judged + "test_cases: [{input: q}]\n"))
+    priced = "evaluations:\n  model: {name: gpt-4o-mini}\n  metrics: [{metric: cost, max_usd: 0.01, pricing_model: gpt-4o}]\n"
+    (case,) = load_suite(_write(tmp_path, priced + "test_cases: [{input: q}]\n")).cases
+    assert REGISTRY.build(case.metrics[0]).model == "gpt-4o" and case.metrics[0].model is None
