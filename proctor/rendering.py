@@ -56,7 +56,10 @@ def seconds(milliseconds: float | int | None) -> str:
 
 
 def title(metric_name: str) -> str:
-    return metric_name.replace("_", " ").capitalize()
+    """HoloDeck's heading for a metric: first letter up, the rest as written
+    ("classification_accuracy" -> "Classification accuracy", "TrajectoryEvaluator" unchanged)."""
+    text = metric_name.replace("_", " ")
+    return text[:1].upper() + text[1:]
 
 
 @lru_cache(maxsize=1)

@@ -101,7 +101,7 @@ def test_every_report_shows_each_turns_expected_answer_and_score(
     markdown = files.markdown.read_text()
     section = markdown.split("first\\_turn\\_wrong")[1].split("### ")[0]
     assert "Expected: Paris" in section and "Expected: London" in section
-    assert "equality: 0.00" in section and "equality: 1.00" in section
+    assert "Equality: 0.00" in section and "Equality: 1.00" in section
     html = files.html.read_text()
     assert "Expected (turn 1)" in html and "Expected (turn 2)" in html
     assert "not matched: expected tool not called: lookup_order" in html

@@ -223,7 +223,7 @@ BAD_FILES = [
     (
         "undefined_eval.yaml",
         "test_cases:\n  - {input: q, evaluations: [groundedness]}\nevaluations:\n  metrics: [{metric: contains, values: [x]}]\n",
-        "test_cases[0].evaluations: metric 'groundedness' is not defined in the evaluations block (defined: contains)",
+        "test_cases[0].evaluations[0]: metric 'groundedness' is not defined in the evaluations block (defined: contains)",
     ),
     (
         "retries.yaml",
@@ -238,7 +238,7 @@ BAD_FILES = [
     (
         "typo.yaml",
         "test_cases:\n  - {input: q, ground_truht: x}\n",
-        "test_cases[0].ground_truht: Extra inputs are not permitted",
+        "test_cases[0].ground_truht: unknown key",
     ),
     ("vanna_dup.json", [{"id": "a", "message": "x"}, {"id": "a", "message": "y"}], "duplicate case id 'a'"),
     (

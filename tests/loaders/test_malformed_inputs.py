@@ -511,7 +511,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "holodeck misspelt case field": Bad(
         {"agent.yaml": holodeck("test_cases: [{input: q, grund_truth: a}]\n")},
-        "agent.yaml: test_cases[0].grund_truth: Extra inputs are not permitted; found 'a'",
+        "agent.yaml: test_cases[0].grund_truth: unknown key",
     ),
     "holodeck duplicate case names": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: c, input: q}, {name: c, input: r}]\n")},
@@ -519,7 +519,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "holodeck expected_tools a string": Bad(
         {"agent.yaml": holodeck("test_cases: [{input: q, expected_tools: get_hours}]\n")},
-        "agent.yaml: test_cases[0].expected_tools: expected a list of tool names or {name, args}; found 'get_hours'",
+        "agent.yaml: test_cases[0].expected_tools: expected a list of tool names or {name, args, count}; found 'get_hours'",
     ),
     "holodeck unset variable": Bad(
         {"agent.yaml": holodeck("test_cases: [{input: '${PROCTOR_SURELY_UNSET_VAR}'}]\n")},
@@ -564,7 +564,7 @@ CORPUS: dict[str, Bad] = {
         "agent.yaml: evaluations.metrics[0].threshold: expected a threshold between 0 and 1, got -0.5",
     ),
     "holodeck threshold above the scale": Bad(
-        {"agent.yaml": metrics("[{type: geval, name: G, criteria: c, threshold: 6, scale: 5}]")},
+        {"agent.yaml": metrics("[{type: standard, metric: coherence, threshold: 6, scale: 5}]")},
         "agent.yaml: evaluations.metrics[0].threshold: expected a threshold between 0 and 5, got 6",
     ),
     "holodeck negative retries": Bad(
@@ -590,7 +590,7 @@ CORPUS: dict[str, Bad] = {
                 "evaluations:\n  metrics: [{metric: bleu}]\n",
             )
         },
-        "agent.yaml: test_cases[0].evaluations: metric 'rouge' is not defined in the evaluations block (defined: bleu)",
+        "agent.yaml: test_cases[0].evaluations[0]: metric 'rouge' is not defined in the evaluations block (defined: bleu)",
     ),
     "holodeck case evaluations a string": Bad(
         {
@@ -672,7 +672,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "holodeck turns a string": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: c, turns: hello}]\n")},
-        "agent.yaml: test_cases[0].turns: expected a list of turns; found 'hello'",
+        "agent.yaml: test_cases[0].turns: at least one turn is required (a list of turns); found 'hello'",
     ),
     "holodeck more than 10 files across turns": Bad(
         {
@@ -683,7 +683,7 @@ CORPUS: dict[str, Bad] = {
                 )
             )
         },
-        "agent.yaml: test_cases[0]: at most 10 files per case; got 11",
+        "agent.yaml: test_cases[0]: at most 10 files per case (all turns); got 11",
     ),
     "holodeck multi-turn name a number": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: 7, turns: [{input: q}]}]\n")},
@@ -691,7 +691,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "holodeck turn ground_truth a list": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: c, turns: [{input: q, ground_truth: [a]}]}]\n")},
-        "agent.yaml: test_cases[0].turns[0].ground_truth: expected a string; found ['a']",
+        "agent.yaml: test_cases[0].turns[0].ground_truth: expected a non-empty string; found ['a']",
     ),
     "holodeck turn file escapes": Bad(
         {

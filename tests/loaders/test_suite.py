@@ -251,13 +251,13 @@ MALFORMED = [
         "typo.yaml",
         "test_cases:\n  - {input: q, ground_truht: x}\n",
         "test_cases[0].ground_truht",
-        "Extra inputs are not permitted",
+        "unknown key",
     ),
     (
         "undefined_eval.yaml",
         "test_cases:\n  - {input: q, evaluations: [groundedness]}\n"
         "evaluations:\n  metrics: [{metric: contains, values: [x]}]\n",
-        "test_cases[0].evaluations",
+        "test_cases[0].evaluations[0]",
         "metric 'groundedness' is not defined in the evaluations block (defined: contains)",
     ),
     (

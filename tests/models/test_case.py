@@ -40,8 +40,8 @@ def test_turn_keeps_expected_calls() -> None:
 
 def test_turn_rejects_unknown_fields() -> None:
     with pytest.raises(ValidationError) as error:
-        Turn.model_validate({"turn_id": "t", "input": "hi", "expected_tools": []})
-    assert error_locations(error) == ["expected_tools"]
+        Turn.model_validate({"turn_id": "t", "input": "hi", "expected_tool": []})
+    assert error_locations(error) == ["expected_tool"]
 
 
 # -- MetricSpec ---------------------------------------------------------------------------

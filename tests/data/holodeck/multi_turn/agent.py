@@ -12,6 +12,8 @@ def agent(request):
         request.record_tool_call("lookup_order", {"order_id": 42}, {"status": "shipped"})
         return "shipped"
     if request.input.startswith("refund"):
-        request.record_tool_call("refund", {"order_id": 42, "amount": 19.990, "reason": "damaged  item"}, "ok")
+        request.record_tool_call(
+            "refund", {"order_id": 42, "amount": 19.990, "reason": "damaged  item"}, "ok"
+        )
         return "refunded"
     return ANSWERS.get(request.input, "you're welcome")
