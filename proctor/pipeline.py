@@ -32,7 +32,7 @@ from proctor.runtime import (
     runtime_for,
 )
 from proctor.simulator import SimulationPlan, simulate_user
-from proctor.turn_scoring import score_outcome
+from proctor.turn_scoring import score_outcome, score_turns_before_failure
 
 log = logging.getLogger("proctor.pipeline")
 
@@ -226,6 +226,7 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
                 outcome.errors.append(f"the case's conversation exceeded its {limit:g} s limit")
             outcome.agent_ms = max(0.0, _elapsed_ms(started) - work.not_agent_ms)
         if outcome.errors:
+            await score_turns_before_failure(work.case, outcome, runtime.bind)
             _finish(outcome, CaseState.AGENT_FAILED)
         else:
             outcome.state = CaseState.AGENT_COMPLETE

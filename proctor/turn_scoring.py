@@ -85,6 +85,9 @@ def _turn_case(case: Case, turn: Turn) -> Case:
 
 async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
     for number, (expected, actual) in enumerate(zip(case.turns, outcome.turns, strict=False)):
+        if actual.error is not None:  # the agent failed on this turn: nothing to score, not passed
+            actual.expected_response, actual.passed = expected.expected_response, False
+            continue
         one = _turn_case(case, expected)
         context = MetricContext(
             case=one,
@@ -105,6 +108,17 @@ async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
         )  # HoloDeck's rule; a case that no turn scored at all is caught as not scored
     outcome.tools_matched = rollup_tools_matched([turn.tools_matched for turn in outcome.turns])
     outcome.metrics = rollup_metrics(outcome.turns)
+
+
+async def score_turns_before_failure(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
+    """HoloDeck scores the turns a conversation completed before its agent failed; so does
+    Proctor, keeping them with the failed case (which fails all the same)."""
+    if not case.score_per_turn or not outcome.turns:
+        return
+    try:
+        await _score_turns(case, outcome, bind)
+    except Exception as error:  # scoring trouble never hides the agent's failure
+        outcome.errors.append(f"evaluation failed: {error}")
 
 
 def _case_tools_matched(case: Case, context: MetricContext, outcome: CaseOutcome) -> bool | None:
