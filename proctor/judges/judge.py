@@ -31,6 +31,7 @@ from proctor.judges.client import JudgeClient, JudgeReply, JudgeReplyError, cach
 from proctor.models.case import MetricSpec
 
 T = TypeVar("T", bound=BaseModel)
+P = TypeVar("P")
 
 SYSTEM_PROMPT = (
     "You are an impartial evaluator of an AI assistant's work. Judge only what you are shown. "
@@ -227,3 +228,40 @@ class Judge:
         if self.cache is not None:
             await self.cache.put(key, reply)
         return verdict
+
+    async def ask_text(
+        self,
+        template: str,
+        usage: Usage,
+        parse: Callable[[str], P | None],
+        *,
+        sample: int = 0,
+        temperature: float | None = None,
+        **variables: Any,
+    ) -> tuple[P | None, str]:
+        """A judge asked as Google ADK asks it: the rendered prompt is the only message (no
+        system prompt, no schema), and the reply is free text read by `parse`, a port of ADK's
+        own reply parser. Returns (parsed or None, raw text); a reply `parse` cannot read is
+        returned, not raised, because ADK drops such a sample and keeps the others, and it is
+        never cached."""
+        messages = [{"role": "user", "content": render_prompt(template, self.custom_prompt, **variables)}]
+        temperature = self.temperature if temperature is None else temperature
+        params = {"temperature": temperature, "sample": sample, "max_tokens": self.max_tokens}
+        key = cache_key(self.client.base_url, self.model, messages, params)
+        cached = await self.cache.get(key) if self.cache is not None else None
+        if cached is not None and (parsed := parse(cached.text)) is not None:
+            _record(usage, cached)
+            return parsed, cached.text
+        async with self.gate() if self.gate else contextlib.nullcontext():
+            reply = await self.client.complete(
+                model=self.model,
+                messages=messages,
+                temperature=temperature,
+                timeout_s=self.timeout_s,
+                max_tokens=self.max_tokens,
+            )
+        _record(usage, reply)
+        parsed = parse(reply.text)
+        if parsed is not None and self.cache is not None:
+            await self.cache.put(key, reply)
+        return parsed, reply.text

@@ -14,7 +14,7 @@ from proctor.loaders.errors import Problem, SuiteError, found, problems_from_val
 from proctor.loaders.metric_specs import (
     specs_from_eval_config,
 )
-from proctor.metrics.adk_judged import RUBRIC_METRICS, RUBRIC_TYPES, effective_rubrics
+from proctor.metrics.adk_rubric import RUBRIC_METRICS, RUBRIC_TYPES, effective_rubrics
 from proctor.metrics.registry import REGISTRY
 from proctor.models.agentflow import EvalConfig
 from proctor.models.case import Case, MetricSpec, Suite

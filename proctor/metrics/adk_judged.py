@@ -1,24 +1,25 @@
-"""Google ADK's judged metrics under ADK's names: `final_response_match_v2`,
-`rubric_based_final_response_quality_v1`, `hallucinations_v1`.
+"""Google ADK's judged metrics under ADK's names: `final_response_match_v2` (ADK 2.13.0's
+prompt and reply parser, ported) and `hallucinations_v1` (ADK's aggregation, Proctor's
+structured-reply prompt: ADK's two-step segmenter/validator prompts are not ported yet). The
+rubric metrics are in `adk_rubric.py`.
 
-ADK scores every invocation (turn) and aggregates as noted on each class; where ADK's own judge
-silently drops a reply it cannot parse, these raise, so the failure shows. The judge is
-Proctor's (any OpenAI-compatible model) with Proctor's structured-reply prompts.
+ADK scores every invocation (turn) and aggregates as noted on each class; where ADK would give
+no score because no reply could be read, these raise an error keeping the raw replies.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from proctor.judges import JudgeReplyError, Usage
+from proctor.metrics.adk_replies import parse_validity, text_with_intermediate
 from proctor.metrics.base import MetricContext, Score
 from proctor.metrics.judged import JudgeMetric, judged_score
-from proctor.models.case import Case, Turn
+from proctor.models.case import Turn
 from proctor.models.outcome import AgentTurn
 
 
@@ -35,28 +36,26 @@ class AdkJudgeOptions(JudgeMetric):
         return "\n".join([*turn.metadata.get("intermediate_responses", []), turn.response or ""])
 
 
-class ValidityVerdict(BaseModel):
-    reasoning: str = ""
-    is_the_agent_response_valid: Literal["valid", "invalid"]
-
-    example: ClassVar[dict[str, str]] = {
-        "reasoning": "<why>",
-        "is_the_agent_response_valid": "valid | invalid",
-    }
-
-
 def majority(labels: list[bool]) -> bool:
     """Majority vote; a tie counts as not passed (a judge split evenly is no evidence)."""
     counts = Counter(labels)
     return counts[True] > counts[False]
 
 
+def unscored(name: str, raws: list[str]) -> JudgeReplyError:
+    """Where ADK would give no score (every sample unreadable), Proctor records an error that
+    keeps the judge's raw text, never a score."""
+    return JudgeReplyError(f"{name}: no judge reply could be read as ADK reads it", raw="\n---\n".join(raws))
+
+
 class FinalResponseMatchV2(AdkJudgeOptions):
-    """ADK's `final_response_match_v2`: a judge says valid/invalid per turn, by majority of
-    `num_samples` (5) samples; the score is the share of valid turns."""
+    """ADK's `final_response_match_v2`, with ADK's prompt and reply parser: each sample is
+    valid (1), invalid (0) or unreadable (dropped); an invocation is valid by strict majority of
+    its readable samples (a tie is invalid), and the score is the share of valid invocations
+    among those with a readable sample (ADK's `aggregate_invocation_results`)."""
 
     name = "final_response_match_v2"
-    template = "final_response_match_v2.j2"
+    template = "adk_final_response_match_v2.j2"
     default_threshold = 0.8
     summary = "ADK: an LLM labels each answer valid/invalid against the reference (majority of 5)."
 
@@ -65,148 +64,50 @@ class FinalResponseMatchV2(AdkJudgeOptions):
     def applies_to(self, ctx: MetricContext) -> bool:
         return any(turn.expected_response for turn in ctx.case.turns)
 
+    def adk_prompt_variables(self, expected: Turn, actual: AgentTurn | None) -> dict[str, str]:
+        """What ADK's `format_auto_rater_prompt` fills in for one invocation."""
+        include = self.include_intermediate_responses_in_final
+        reference = text_with_intermediate(
+            expected.expected_intermediate_responses, expected.expected_response, include
+        )
+        response = (
+            text_with_intermediate(
+                actual.metadata.get("intermediate_responses", []), actual.response, include
+            )
+            if actual
+            else None
+        )
+        return {"prompt": expected.input, "response": response or "", "golden_response": reference or ""}
+
     async def aevaluate(self, ctx: MetricContext) -> Score:
         judge = self._judge(ctx)
         usage = Usage()
-        per_turn = []
+        per_turn, raws = [], []
         for expected, actual in ctx.paired_turns():
             if not expected.expected_response:
                 continue
-            labels = []
+            votes: list[float | None] = []
             for sample in range(self.num_samples):
-                verdict = await judge.ask(
+                vote, raw = await judge.ask_text(
                     self.template,
-                    ValidityVerdict,
                     usage,
+                    parse_validity,
                     sample=sample,
                     temperature=self._temperature(judge),
-                    prompt=expected.input,
-                    response=self.answer_text(actual) if actual else "",
-                    golden_response=expected.expected_response,
+                    **self.adk_prompt_variables(expected, actual),
                 )
-                labels.append(verdict.is_the_agent_response_valid == "valid")
-            per_turn.append({"turn_id": expected.turn_id, "valid": majority(labels), "votes": labels})
-        value = sum(turn["valid"] for turn in per_turn) / len(per_turn)
+                votes.append(vote)
+                if vote is None:
+                    raws.append(raw)
+            read = [vote == 1.0 for vote in votes if vote is not None]
+            valid = majority(read) if read else None
+            per_turn.append({"turn_id": expected.turn_id, "valid": valid, "votes": votes})
+        judged = [turn["valid"] for turn in per_turn if turn["valid"] is not None]
+        if not judged:
+            raise unscored(self.name, raws)
+        value = sum(judged) / len(judged)
         score = judged_score(value, value, 1, f"{value:.0%} of answers judged valid", usage, [])
-        score.details = {"per_turn": per_turn}
-        return score
-
-
-class AdkRubric(BaseModel):
-    """An ADK rubric: `rubricId` and `rubricContent.textProperty` (camelCase or snake_case)."""
-
-    rubric_id: str
-    text: str
-    type: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_adk(cls, value: Any) -> Any:
-        if not isinstance(value, dict) or "text" in value:
-            return value
-        content = value.get("rubricContent") or value.get("rubric_content") or {}
-        return {
-            "rubric_id": value.get("rubricId") or value.get("rubric_id"),
-            "text": content.get("textProperty") or content.get("text_property"),
-            "type": value.get("type"),
-        }
-
-
-def effective_rubrics(
-    criterion: list[AdkRubric], case: Case, turn: Turn | None, rubric_type: str
-) -> list[AdkRubric]:
-    """The rubrics ADK 2.13 applies to one invocation: the criterion's, then those on the eval
-    case and on the invocation whose `type` is the metric's (ADK drops the others); a rubric id
-    given twice is an error, as in ADK."""
-    scoped = [
-        *case.metadata.get("adk_rubrics", []),
-        *((turn.metadata if turn else {}).get("adk_rubrics", [])),
-    ]
-    chosen = [*criterion, *(r for r in map(AdkRubric.model_validate, scoped) if r.type == rubric_type)]
-    ids = [rubric.rubric_id for rubric in chosen]
-    twice = sorted({rubric_id for rubric_id in ids if ids.count(rubric_id) > 1})
-    if twice:
-        raise ValueError(f"rubric id(s) {', '.join(twice)} given more than once")
-    return chosen
-
-
-class RubricVerdictYesNo(BaseModel):
-    rubric_id: str
-    verdict: Literal["yes", "no"]
-    reason: str = ""
-
-
-class RubricChecklist(BaseModel):
-    rubrics: list[RubricVerdictYesNo]
-
-    example: ClassVar[dict[str, Any]] = {
-        "rubrics": [{"rubric_id": "<id>", "verdict": "yes | no", "reason": "<one sentence>"}]
-    }
-
-
-def every_rubric_checked(ids: list[str]) -> Callable[[RubricChecklist], None]:
-    """The check `Judge.ask` runs before caching a checklist: every rubric has a verdict."""
-
-    def check(verdict: RubricChecklist) -> None:
-        given = {item.rubric_id for item in verdict.rubrics}
-        missing = [rubric_id for rubric_id in ids if rubric_id not in given]
-        if missing:
-            raise JudgeReplyError(f"judge reply has no verdict for rubric(s) {', '.join(missing)}")
-
-    return check
-
-
-class RubricBasedFinalResponseQualityV1(AdkJudgeOptions):
-    """ADK's `rubric_based_final_response_quality_v1`: each rubric yes/no per answer, by
-    majority of samples (a tie is "no"); the score is the mean of every rubric verdict of every
-    turn, pooled, as ADK's `MeanInvocationResultsSummarizer` computes it.
-
-    Rubrics come from the criterion and from the eval case and invocations (those of type
-    FINAL_RESPONSE_QUALITY), so a criterion may give only a threshold."""
-
-    name = "rubric_based_final_response_quality_v1"
-    template = "rubric_checklist.j2"
-    default_threshold = 0.8
-    summary = "ADK: an LLM checks each rubric yes/no on every answer; the share met is the score."
-    rubric_type: ClassVar[str] = "FINAL_RESPONSE_QUALITY"
-
-    rubrics: list[AdkRubric] = Field(default_factory=list)
-
-    async def aevaluate(self, ctx: MetricContext) -> Score:
-        judge = self._judge(ctx)
-        usage = Usage()
-        per_turn, pooled = [], []
-        for expected, actual in ctx.paired_turns():
-            if actual is None or actual.response is None:
-                continue
-            rubrics = effective_rubrics(self.rubrics, ctx.case, expected, self.rubric_type)
-            if not rubrics:
-                raise ValueError("Rubrics are required (none in the criterion, the case or the invocation)")
-            ids = [rubric.rubric_id for rubric in rubrics]
-            votes: dict[str, list[bool]] = {rubric_id: [] for rubric_id in ids}
-            for sample in range(self.num_samples):
-                verdict = await judge.ask(
-                    self.template,
-                    RubricChecklist,
-                    usage,
-                    sample=sample,
-                    temperature=self._temperature(judge),
-                    prompt=expected.input,
-                    response=self.answer_text(actual),
-                    rubrics=[rubric.model_dump() for rubric in rubrics],
-                    check=every_rubric_checked(ids),
-                )
-                given = {item.rubric_id: item.verdict == "yes" for item in verdict.rubrics}
-                for rubric_id in ids:
-                    votes[rubric_id].append(given[rubric_id])
-            met = {rubric_id: majority(v) for rubric_id, v in votes.items()}
-            pooled += met.values()
-            per_turn.append({"turn_id": expected.turn_id, "met": met, "score": sum(met.values()) / len(met)})
-        if not per_turn:
-            raise RuntimeError("the agent gave no answer to check against the rubrics")
-        value = sum(pooled) / len(pooled)
-        score = judged_score(value, value, 1, f"{value:.0%} of rubric checks met", usage, [])
-        score.details = {"per_turn": per_turn}
+        score.details = {"per_turn": per_turn, "unreadable_replies": raws}
         return score
 
 
@@ -278,7 +179,4 @@ class HallucinationsV1(AdkJudgeOptions):
         return score
 
 
-ADK_JUDGED_METRICS = (FinalResponseMatchV2, RubricBasedFinalResponseQualityV1, HallucinationsV1)
-
-RUBRIC_METRICS = {RubricBasedFinalResponseQualityV1.name: RubricBasedFinalResponseQualityV1}
-RUBRIC_TYPES = {metric.rubric_type for metric in RUBRIC_METRICS.values()}
+ADK_JUDGED_METRICS = (FinalResponseMatchV2, HallucinationsV1)

@@ -2,19 +2,18 @@
 
 The deterministic criteria (`tool_trajectory_avg_score`, `response_match_score`) live in
 `proctor.metrics.adk`, the judged ones (`final_response_match_v2`,
-`rubric_based_final_response_quality_v1`, `hallucinations_v1`) in `proctor.metrics.adk_judged`;
+`hallucinations_v1`) in `proctor.metrics.adk_judged` and the rubric judges in `adk_rubric`;
 this module names them together.
 """
 
 from __future__ import annotations
 
 from proctor.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
-from proctor.metrics.adk_judged import (
+from proctor.metrics.adk_judged import FinalResponseMatchV2, HallucinationsV1, majority
+from proctor.metrics.adk_rubric import (
     AdkRubric,
-    FinalResponseMatchV2,
-    HallucinationsV1,
     RubricBasedFinalResponseQualityV1,
-    majority,
+    RubricBasedToolUseQualityV1,
 )
 from proctor.metrics.base import Metric
 
@@ -25,5 +24,6 @@ COMPAT_METRICS: tuple[type[Metric], ...] = (
     ResponseMatchScore,
     FinalResponseMatchV2,
     RubricBasedFinalResponseQualityV1,
+    RubricBasedToolUseQualityV1,
     HallucinationsV1,
 )

@@ -167,7 +167,7 @@ def test_adk_final_response_match_v2_takes_the_majority(api: FakeOpenAI) -> None
     api.script(valid, valid, invalid, valid, invalid)
     result = _score(api, MetricSpec(name="final_response_match_v2"))
     assert result.score == 1.0 and result.judge_calls == 5
-    assert result.details["per_turn"][0]["votes"] == [True, True, False, True, False]
+    assert result.details["per_turn"][0]["votes"] == [1.0, 1.0, 0.0, 1.0, 0.0]
 
 
 def test_adk_hallucinations_count_supported_sentences(api: FakeOpenAI) -> None:
@@ -186,11 +186,7 @@ def test_adk_hallucinations_count_supported_sentences(api: FakeOpenAI) -> None:
 
 
 def test_adk_rubric_checklist_reads_adk_rubrics(api: FakeOpenAI) -> None:
-    api.script(
-        json.dumps(
-            {"rubrics": [{"rubric_id": "polite", "verdict": "yes"}, {"rubric_id": "cites", "verdict": "no"}]}
-        )
-    )
+    api.script(_verdicts(polite=True, cites=False))
     rubrics = [
         {"rubricId": "polite", "rubricContent": {"textProperty": "The answer is polite."}},
         {"rubricId": "cites", "rubricContent": {"textProperty": "The answer cites a source."}},
@@ -274,8 +270,10 @@ def test_every_quality_metric_passes_on_a_high_score_and_fails_on_a_low_one(
 
 
 def _verdicts(**met: bool) -> str:
-    return json.dumps(
-        {"rubrics": [{"rubric_id": k, "verdict": "yes" if v else "no"} for k, v in met.items()]}
+    """A reply in ADK's rubric format (ID/Property/Rationale/Verdict per rubric)."""
+    return "\n".join(
+        f"ID: {k}\nProperty: -\nEvidence: -\nRationale: -\nVerdict: {'yes' if v else 'no'}\n"
+        for k, v in met.items()
     )
 
 
