@@ -30,7 +30,7 @@ class FailingCase:
 
 @dataclass
 class Digest:
-    run_id: uuid.UUID
+    run_id: uuid.UUID | None  # None: the run never started (no suite, no database)
     suite_name: str
     agent: str
     variant: str | None
@@ -94,4 +94,25 @@ def build_digest(
         flow_run_link=flow_run_link,
         error=run.error,
         totals=run_totals(session=session, run_id=run.id),
+    )
+
+
+def unfinished_digest(
+    *, suite: str, agent: str | None, reason: str, flow_run_link: str | None = None
+) -> Digest:
+    """What Slack hears of a run that ended before it could be recorded or reported: the
+    suite asked for, why, and where to look. No counts: none were made."""
+    return Digest(
+        run_id=None,
+        suite_name=suite,
+        agent=agent or "the suite's agent",
+        variant=None,
+        status="failed",
+        total=0,
+        passed=0,
+        failed=0,
+        errored=0,
+        pass_rate=None,
+        flow_run_link=flow_run_link,
+        error=reason,
     )

@@ -77,6 +77,8 @@ def _headline(digest: Digest) -> str:
 
 
 def _pass_rate(digest: Digest) -> str:
+    if digest.run_id is None:
+        return "no case ran"
     rate = "n/a" if digest.pass_rate is None else f"{digest.pass_rate:.1f}%"
     return f"{rate} ({digest.passed}/{digest.total} passed, {digest.failed} failed, {digest.errored} errored)"
 
@@ -101,6 +103,8 @@ def summary_text(digest: Digest) -> str:
         words += " — regression against the baseline"
     if digest.status != "completed":
         words += f" — run {digest.status}"
+    if digest.run_id is None and digest.error:
+        words += f": {_clip(digest.error, 300)}"
     return escape_mrkdwn(words)
 
 
@@ -135,7 +139,8 @@ def _links(digest: Digest) -> list[str]:
         links.append(f"<{digest.flow_run_link}|Prefect flow run>")
     if digest.report_link:
         links.append(f"<{digest.report_link}|Report>")
-    links.append(f"run `{digest.run_id}`")
+    if digest.run_id is not None:
+        links.append(f"run `{digest.run_id}`")
     return links
 
 
@@ -156,7 +161,7 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
         },
     ]
     if digest.error:
-        blocks.append(
+        blocks.append(  # the reason a run did not complete: the first thing to read in the morning
             {
                 "type": "section",
                 "text": {
