@@ -104,7 +104,13 @@ def test_an_agent_that_raises_fails_every_case_and_keeps_what_it_recorded(
     assert (db.run.status, db.run.error) == ("completed", None)
     assert (db.run.total_cases, db.run.passed_cases, db.run.errored_cases) == (4, 0, 4)
     assert (db.case_rows, db.metric_rows) == (4, 0)  # no answer, nothing to score
-    assert _flow_run_state(db.run.flow_run_id).is_completed()  # a failing agent never fails the run
+    # A failing agent never crashes the run: it completes, and its gate names why it is red.
+    state = _flow_run_state(db.run.flow_run_id)
+    assert (state.type.value, state.name, state.message) == (
+        "FAILED",
+        "Failed cases",
+        "0/4 passed, 4 errored",
+    )
     report = reports(tmp_path / "reports")
     assert report.junit.get("errors") == "4"
     for case_id, row in db.cases.items():
