@@ -102,7 +102,7 @@ def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path
     from proctor.models.request import EvaluationRequest
 
     if ORCHESTRATION["mode"] == "prefect":
-        from proctor.flows.evaluate import evaluate
+        from proctor.flows.evaluate import run_evaluation as evaluate
 
         time.sleep(SETTLE_S)
     else:

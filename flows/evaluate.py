@@ -19,12 +19,13 @@ from prefect.runtime import flow_run
 from proctor.chunking import Chunk
 from proctor.engine import RunIncomplete, SubmitChunk, evaluate_request
 from proctor.flows.dask_runner import dask_task_runner
+from proctor.flows.gate import GateFailed, gate_state, run_evaluation
 from proctor.models.notify import SlackSettings
 from proctor.models.request import EvaluationRequest, RunSummary, VariantSpec
 from proctor.models.tables import EvalRun, RunStatus
 from proctor.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
 from proctor.runtime import RunSettings
-from proctor.tasks.notify import compare_with_baseline_task, notify_task
+from proctor.tasks.notify import compare_with_baseline_task, notify_task, notify_unfinished_task
 from proctor.tasks.persist import finalize_run
 from proctor.tasks.report import publish_artifacts, render_reports_task, write_comparison_task
 from proctor.tasks.stages import evaluate_chunk, run_chunk
@@ -33,11 +34,13 @@ from proctor.tasks.stages import evaluate_chunk, run_chunk
 __all__ = [
     "DEFAULT_REPORT_ROOT",
     "EvaluationRequest",
+    "GateFailed",
     "RunIncomplete",
     "RunSummary",
     "VariantSpec",
     "evaluate",
     "prepare",
+    "run_evaluation",
     "select_cases",
 ]
 
@@ -46,36 +49,20 @@ __all__ = [
 async def evaluate(request: EvaluationRequest) -> RunSummary:
     """Evaluate one suite with one agent, or with each variant in turn and compare them.
 
-    The flow run ends Completed either way (every result is stored and reported); when the
-    gate does not hold, its state is named after why ("Failed cases", "Regressed",
-    "Below pass rate"), so the Prefect UI shows it at a glance.
+    Every result is stored and reported either way. When the gate does not hold, the flow
+    run ends Failed, its state named after why ("Failed cases", "Regressed", "Below pass
+    rate"); in-process callers use `run_evaluation` to get the summary back. A run that
+    could not complete (no suite, no database, any error) tells Slack, per the notify
+    policy, before it fails.
     """
-    return gate_state(await evaluate_request(request, PrefectSteps()))  # type: ignore[return-value]
-
-
-def gate_state(summary: RunSummary) -> Any:
-    """The summary itself when the gate holds; else a Completed state, named, carrying it.
-
-    Not on a retried flow run: Prefect 3.8 then re-raises the first attempt's exception to
-    the caller when the flow returns a state, so a retry that succeeds ends plain Completed.
-    """
-    if summary.all_passed or (flow_run.run_count or 1) > 1:
-        return summary
-    from prefect.states import Completed
-
-    runs = summary.variants or [summary]
-    if summary.regressed:
-        name = "Regressed"
-    elif any(run.min_pass_rate is not None for run in runs):
-        name = "Below pass rate"
-    else:
-        name = "Failed cases"
-    details = "; ".join(
-        f"{run.variant + ': ' if run.variant else ''}{run.passed}/{run.total} passed, {run.errored} errored"
-        + (", regression against the baseline" if (run.regression or {}).get("regressed") else "")
-        for run in runs
-    )
-    return Completed(name=name, message=details, data=summary)
+    try:
+        summary = await evaluate_request(request, PrefectSteps())
+    except Exception as error:
+        get_run_logger().error("the run did not complete: %s", error)
+        if request.slack is not None and not getattr(error, "notified", False):
+            await notify_unfinished_task(request, str(error))
+        raise
+    return await gate_state(summary)  # type: ignore[no-any-return]
 
 
 class PrefectSteps:

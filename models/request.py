@@ -9,14 +9,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel
 from proctor.models.notify import SlackSettings
 from proctor.models.tables import RunStatus
+
+# A Dask scheduler's address, or a local cluster of N (1-9999) worker processes.
+DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+)$"
 
 # Significance level of the regression test, unless a request sets its own.
 DEFAULT_SIGNIFICANCE = 0.05
 
 
-class VariantSpec(BaseModel):
+class VariantSpec(FormModel):
     """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
 
     name: str = Field(min_length=1)
@@ -24,7 +28,7 @@ class VariantSpec(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class EvaluationRequest(BaseModel):
+class EvaluationRequest(FormModel):
     """What to evaluate and how; every field has a sensible default but the suite."""
 
     suite: str = Field(description="Path of the suite file (.evalset.json, agent.yaml, Vanna dataset)")
@@ -71,23 +75,37 @@ class EvaluationRequest(BaseModel):
         le=100,
         description="The run passes its gate at this pass rate (percent); default: every case must pass",
     )
-    slack: SlackSettings | None = Field(default=None, description="Post the summary to Slack")
+    slack: SlackSettings | None = Field(
+        default=None,
+        title="Slack",
+        description="Post the summary to Slack: choose SlackSettings and give a channel or a webhook",
+    )
     dask_address: str | None = Field(
         default=None,
         description="Spread case chunks over a Dask cluster: its scheduler (tcp://host:8786), "
         "or 'local' / 'local:N' for a local cluster of N worker processes",
+        json_schema_extra={"pattern": DASK_ADDRESS_PATTERN},
     )
     resume_run_id: uuid.UUID | None = Field(
         default=None,
         description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
     )
 
+    def for_storage(self) -> dict[str, Any]:
+        """The request as stored with the run and written into reports: without the database
+        URL (it may hold a password), and with any secret that is not a reference cut out,
+        should one ever arrive past validation (a constructed model, an old stored request)."""
+        stored = self.model_dump(mode="json", exclude={"database_url"})
+        for key in ("token", "webhook_url"):
+            value = (stored.get("slack") or {}).get(key)
+            if value is not None and not re.fullmatch(SECRET_REFERENCE_PATTERN, str(value).strip()):
+                stored["slack"][key] = "***"
+        return stored
+
     @field_validator("dask_address")
     @classmethod
     def _dask_address(cls, value: str | None) -> str | None:
-        if value is None or value == "local" or re.fullmatch(r"local:[1-9][0-9]{0,3}", value):
-            return value
-        if re.fullmatch(r"(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+", value):
+        if value is None or re.fullmatch(DASK_ADDRESS_PATTERN, value):
             return value
         raise ValueError("expected a Dask scheduler address such as tcp://host:8786, or 'local' or 'local:N'")
 

@@ -75,6 +75,8 @@ class Orchestrator(Protocol):
 class RunIncomplete(RuntimeError):
     """A run stopped before every case was done; what was finished is stored."""
 
+    notified = False  # whether Slack was told about the run before this was raised
+
     def __init__(self, run_id: uuid.UUID, reason: str) -> None:
         super().__init__(
             f"run {run_id} did not finish: {reason}. Its finished cases are stored; "
@@ -206,7 +208,7 @@ async def run_suite(
             source_format=suite.source_format,
             agent=variant.agent if variant else request.agent or suite.agent or agent,
             variant=variant.name if variant else None,
-            config=request.model_dump(mode="json", exclude={"database_url"})
+            config=request.for_storage()
             | {"metrics": sorted({spec.name for case in cases for spec in case.metrics})},
             environment=environment_info(),
             flow_run_id=steps.flow_run_id,
@@ -368,8 +370,11 @@ async def _finish(
         notification=notification,
     )
     if failures:
-        raise RunIncomplete(run_id, error or "") from failures[0]
+        incomplete = RunIncomplete(run_id, error or "")
+        incomplete.notified = notification is not None  # Slack has heard of this run already
+        raise incomplete from failures[0]
     if report_error is not None:
+        report_error.notified = notification is not None
         raise report_error
     logger.info("run %s: %d/%d passed", run_id, summary.passed, summary.total)
     return summary

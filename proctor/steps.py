@@ -28,6 +28,8 @@ from proctor.storage.runs import complete_run, finish_run
 class ReportWriteError(RuntimeError):
     """The reports could not be written; the run's results are stored and can be rendered again."""
 
+    notified = False  # whether Slack was told about the run before this was raised
+
 
 def close_run(
     *, database_url: str, run_id: uuid.UUID, status: RunStatus, error: str | None = None

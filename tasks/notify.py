@@ -14,7 +14,9 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NONE
 
 from proctor.models.notify import SlackSettings
-from proctor.notify.slack import NotificationResult
+from proctor.models.request import EvaluationRequest
+from proctor.notify.digest import unfinished_digest
+from proctor.notify.slack import NotificationResult, notify_slack
 from proctor.regression import DEFAULT_SIGNIFICANCE, Regression
 from proctor.steps import compare_with_baseline, flow_run_link, report_link, send_notification
 
@@ -23,6 +25,7 @@ __all__ = [
     "compare_with_baseline_task",
     "flow_run_link",
     "notify_task",
+    "notify_unfinished_task",
     "report_link",
     "send_notification",
 ]
@@ -69,4 +72,27 @@ async def notify_task(
         )
     else:
         logger.info("Slack notification %s", result.status)
+    return result
+
+
+@task(name="notify-slack", cache_policy=NONE)
+async def notify_unfinished_task(request: EvaluationRequest, reason: str) -> NotificationResult:
+    """Tell Slack, per the notify policy, about a run that ended before it could be recorded
+    (a missing suite, an unreachable database, any error in the flow), with the reason and the
+    flow run's link. If Slack fails too, the flow run's logs say so; nothing is raised."""
+    from prefect.runtime import flow_run
+
+    assert request.slack is not None
+    digest = unfinished_digest(
+        suite=Path(request.suite).name,
+        agent=request.agent,
+        reason=reason,
+        flow_run_link=flow_run_link(str(flow_run.id) if flow_run.id else None),
+    )
+    result = await asyncio.to_thread(notify_slack, request.slack, digest)
+    logger = get_run_logger()
+    if result.status in ("failed", "partial"):
+        logger.error("Slack notification of the failed run %s too: %s", result.status, result.error)
+    else:
+        logger.info("Slack notification of the failed run: %s", result.status)
     return result

@@ -113,12 +113,12 @@ def _report_cases(folder: Path) -> list[dict]:
 def test_without_prefect_a_run_stores_reports_and_notifies_as_a_flow_run_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from proctor.flows.evaluate import evaluate
+    from proctor.flows.evaluate import run_evaluation
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-local-test")
     summaries = {}
     with FakeSlack(token="xoxb-local-test") as slack:
-        for mode, run in (("flow", evaluate), ("local", evaluate_in_process)):
+        for mode, run in (("flow", run_evaluation), ("local", evaluate_in_process)):
             request = EvaluationRequest(
                 suite=str(EXAMPLE_SUITE),
                 database_url=f"sqlite:///{tmp_path / mode}.db",

@@ -201,7 +201,8 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except Exception as error:
         print(
-            terminal_text(f"error: the run of {request.suite} could not complete: {error}"), file=sys.stderr
+            terminal_text(f"error: the run of {request.suite} could not complete: {error}{_hint(error)}"),
+            file=sys.stderr,
         )
         return EXIT_ERROR
     finally:
@@ -247,11 +248,21 @@ def uses_prefect(args: argparse.Namespace, request: Any) -> bool:
     return bool(configured_api_url()) or bool(request.model_call_limit)
 
 
+def _hint(error: Exception) -> str:
+    """What to do about Prefect's temporary API server not starting in time (a busy machine)."""
+    if "ephemeral Prefect API server" not in str(error):
+        return ""
+    return (
+        ". Point PREFECT_API_URL at a running Prefect server (prefect server start), or give the "
+        "temporary one longer with PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS (default 20)"
+    )
+
+
 async def start_run(request: Any, orchestrated: bool, verbose: bool) -> Any:
     if orchestrated:
-        from proctor.flows.evaluate import evaluate
+        from proctor.flows.evaluate import run_evaluation
 
-        return await evaluate(request)
+        return await run_evaluation(request)
     import logging
 
     from proctor.local_run import evaluate_in_process

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlmodel import Session
 
@@ -15,7 +16,7 @@ from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import EvalRun
 from proctor.regression import Regression
 from proctor.reporting.summary import failure_reason
-from proctor.storage.runs import iter_results
+from proctor.storage.runs import iter_results, pass_counts
 
 MAX_RESPONSE_CHARS = 300
 
@@ -26,11 +27,12 @@ class FailingCase:
     state: str
     reason: str
     response: str | None = None
+    passes: tuple[int, int] | None = None  # with repeats: (k, n), passed k of n runs
 
 
 @dataclass
 class Digest:
-    run_id: uuid.UUID
+    run_id: uuid.UUID | None  # None: the run never started (no suite, no database)
     suite_name: str
     agent: str
     variant: str | None
@@ -47,6 +49,12 @@ class Digest:
     flow_run_link: str | None = None
     error: str | None = None
     totals: RunTotals | None = None
+    repeat: int = 1
+    not_passed: int | None = None  # cases that did not pass (with repeats: not every time)
+
+    @property
+    def cases_not_passed(self) -> int:
+        return self.total - self.passed if self.not_passed is None else self.not_passed
 
     @property
     def has_failures(self) -> bool:
@@ -55,6 +63,16 @@ class Digest:
     @property
     def regressed(self) -> bool:
         return self.regression is not None and self.regression.regressed
+
+
+def _failing(row: Any, metrics: list[Any], passes: tuple[int, int] | None = None) -> FailingCase:
+    return FailingCase(
+        case_id=row.case_id,
+        state=row.state,
+        reason=failure_reason(row, metrics) or "did not pass",
+        response=(row.response or "")[:MAX_RESPONSE_CHARS] or None,
+        passes=passes,
+    )
 
 
 def build_digest(
@@ -66,16 +84,22 @@ def build_digest(
     flow_run_link: str | None = None,
     max_failures: int = 20,
 ) -> Digest:
-    failing = [
-        FailingCase(
-            case_id=row.case_id,
-            state=row.state,
-            reason=failure_reason(row, metrics) or "did not pass",
-            response=(row.response or "")[:MAX_RESPONSE_CHARS] or None,
-        )
-        for row, metrics in iter_results(session=session, run_id=run.id, passed=False, limit=max_failures)
-    ]
-    not_passed = run.total_cases - run.passed_cases
+    repeat = run.repeat or 1
+    if repeat == 1:
+        failing = [
+            _failing(row, metrics)
+            for row, metrics in iter_results(session=session, run_id=run.id, passed=False, limit=max_failures)
+        ]
+        not_passed = run.total_cases - run.passed_cases
+    else:  # each case once, with how many of its runs passed, not once per failed attempt
+        counts = pass_counts(session=session, run_id=run.id, unsteady_only=True)
+        failing = []
+        for row, metrics in iter_results(session=session, run_id=run.id, passed=False):
+            if len(failing) >= max_failures:
+                break
+            if row.case_id not in {case.case_id for case in failing}:
+                failing.append(_failing(row, metrics, counts.get(row.case_id)))
+        not_passed = len(counts)
     return Digest(
         run_id=run.id,
         suite_name=run.suite_name,
@@ -90,8 +114,31 @@ def build_digest(
         regression=regression,
         failing=failing,
         more_failing=max(0, not_passed - len(failing)),
+        repeat=repeat,
+        not_passed=not_passed,
         report_link=report_link,
         flow_run_link=flow_run_link,
         error=run.error,
         totals=run_totals(session=session, run_id=run.id),
+    )
+
+
+def unfinished_digest(
+    *, suite: str, agent: str | None, reason: str, flow_run_link: str | None = None
+) -> Digest:
+    """What Slack hears of a run that ended before it could be recorded or reported: the
+    suite asked for, why, and where to look. No counts: none were made."""
+    return Digest(
+        run_id=None,
+        suite_name=suite,
+        agent=agent or "the suite's agent",
+        variant=None,
+        status="failed",
+        total=0,
+        passed=0,
+        failed=0,
+        errored=0,
+        pass_rate=None,
+        flow_run_link=flow_run_link,
+        error=reason,
     )

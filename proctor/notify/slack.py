@@ -77,6 +77,8 @@ def _headline(digest: Digest) -> str:
 
 
 def _pass_rate(digest: Digest) -> str:
+    if digest.run_id is None:
+        return "no case ran"
     rate = "n/a" if digest.pass_rate is None else f"{digest.pass_rate:.1f}%"
     return f"{rate} ({digest.passed}/{digest.total} passed, {digest.failed} failed, {digest.errored} errored)"
 
@@ -101,6 +103,8 @@ def summary_text(digest: Digest) -> str:
         words += " — regression against the baseline"
     if digest.status != "completed":
         words += f" — run {digest.status}"
+    if digest.run_id is None and digest.error:
+        words += f": {_clip(digest.error, 300)}"
     return escape_mrkdwn(words)
 
 
@@ -110,7 +114,12 @@ def _regression_lines(digest: Digest, limit: int = 5) -> list[str]:
         return []
     lines: list[str] = []
     drops = {change.case_id: change for change in regression.changed_cases}
-    worst = regression.significant_cases if regression.repeated else regression.newly_failing
+    # With repeats: the significant drops first, then every other newly failing case, each
+    # with its pass counts before and after and the p-value of the drop.
+    worst = regression.newly_failing
+    if regression.repeated:
+        significant = regression.significant_cases
+        worst = significant + [case for case in regression.newly_failing if case not in significant]
     for case_id in worst[:limit]:
         change = drops.get(case_id)
         counts = (
@@ -135,7 +144,8 @@ def _links(digest: Digest) -> list[str]:
         links.append(f"<{digest.flow_run_link}|Prefect flow run>")
     if digest.report_link:
         links.append(f"<{digest.report_link}|Report>")
-    links.append(f"run `{digest.run_id}`")
+    if digest.run_id is not None:
+        links.append(f"run `{digest.run_id}`")
     return links
 
 
@@ -156,7 +166,7 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
         },
     ]
     if digest.error:
-        blocks.append(
+        blocks.append(  # the reason a run did not complete: the first thing to read in the morning
             {
                 "type": "section",
                 "text": {
@@ -189,10 +199,11 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
 
 def failure_blocks(digest: Digest) -> list[dict[str, Any]]:
     """The failing cases, one section each, for the thread reply (within Slack's 50 blocks)."""
-    header = f"*{digest.total - digest.passed} case(s) did not pass*"
+    header = f"*{digest.cases_not_passed} case(s) did not pass{' every repeat' if digest.repeat > 1 else ''}*"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
     for case in digest.failing[: MAX_BLOCKS - 2]:
-        text = f"{code(case.case_id)} ({escape_mrkdwn(case.state)})\n{escape_mrkdwn(case.reason)}"
+        passes = f", passed {case.passes[0]} of {case.passes[1]}" if case.passes else ""
+        text = f"{code(case.case_id)} ({escape_mrkdwn(case.state)}{passes})\n{escape_mrkdwn(case.reason)}"
         if case.response:
             text += f"\n>{escape_mrkdwn(case.response).replace(chr(10), chr(10) + '>')}"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}})
@@ -303,7 +314,7 @@ def _post_web_api(settings: SlackSettings, digest: Digest) -> NotificationResult
             reply = client.chat_postMessage(
                 channel=result.channel or "",
                 thread_ts=result.ts,
-                text=f"{digest.total - digest.passed} case(s) did not pass",
+                text=f"{digest.cases_not_passed} case(s) did not pass",
                 blocks=failure_blocks(digest),
                 unfurl_links=False,
             )

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel, create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
@@ -117,10 +118,33 @@ def get_engine(url: str | None = None) -> Engine:
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, **JSON_CODEC)
-        SQLModel.metadata.create_all(engine)
+        try:
+            SQLModel.metadata.create_all(engine)
+        except OperationalError as error:
+            engine.dispose()
+            raise DatabaseUnavailable(url, error) from None
         add_missing_columns(engine)
         _engines[url] = engine
         return engine
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The results database cannot be opened: one line naming it (never its password), the
+    driver's reason and what to do, instead of SQLAlchemy's page of traceback."""
+
+    def __init__(self, url: str, error: OperationalError) -> None:
+        lines = [line.strip() for line in str(error.orig or error).splitlines() if line.strip()]
+        reason = " ".join(" ".join(lines or ["unreachable"]).split())[:300]
+        reason = reason.replace("FATAL: ", "").removeprefix("connection failed: ")
+        parsed = make_url(url)
+        if "does not exist" in reason and parsed.database:
+            fix = (
+                f"create it first: createdb -h {parsed.host or 'localhost'} -p {parsed.port or 5432} "
+                f"-U {parsed.username or 'postgres'} {parsed.database} (or CREATE DATABASE {parsed.database})"
+            )
+        else:
+            fix = "check that the server runs and the URL (PROCTOR_DATABASE_URL or --db) is right"
+        super().__init__(f"results database {redact_url(url)} cannot be opened: {reason}; {fix}")
 
 
 def dispose_engines() -> None:

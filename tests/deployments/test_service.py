@@ -26,7 +26,8 @@ from tests.conftest import ROOT
 from tests.fakes.processes import free_port, running, wait_http
 from tests.fakes.slack_server import FakeSlack
 
-PREFECT = str(Path(sys.executable).with_name("prefect"))
+_SCRIPT = Path(sys.executable).with_name("prefect")
+PREFECT = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "prefect"]
 TOKEN = "xoxb-service-test-token"
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
@@ -46,18 +47,18 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
     }
     env.pop("PREFECT_PROFILES_PATH", None)
-    server_command = [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    server_command = [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     with running(server_command, env=env, log=logs / "server.log") as server:
         wait_http(f"{api}/health", timeout=120, process=server, log=logs / "server.log")
         for command in (
-            [PREFECT, "work-pool", "create", "proctor", "--type", "process"],
-            [PREFECT, "--no-prompt", "deploy", "--all"],
+            [*PREFECT, "work-pool", "create", "proctor", "--type", "process"],
+            [*PREFECT, "--no-prompt", "deploy", "--all"],
         ):
             done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
             assert done.returncode == 0, f"{command}: {done.stdout}\n{done.stderr}"
         with FakeSlack(token=TOKEN) as slack:
             worker_env = {**env, "SLACK_BOT_TOKEN": TOKEN}
-            worker_command = [PREFECT, "worker", "start", "--pool", "proctor", "--limit", "1"]
+            worker_command = [*PREFECT, "worker", "start", "--pool", "proctor", "--limit", "1"]
             with (
                 running(
                     [*worker_command, "--name", "w1"], env=worker_env, log=logs / "worker.log", cwd=ROOT
@@ -148,12 +149,12 @@ def test_nightly_run_on_a_worker_stores_results_compares_and_posts_to_slack(
         "slack": {"channel": "#agent-evals", "notify": "always", "api_url": slack.api_url},
     }
     first = _trigger_and_wait(service, "nightly", request)
-    assert first.state.type.value == "COMPLETED", first.state
-    # One case fails on purpose, so the nightly gate (every case must pass) does not hold:
-    # the run is Completed, named so the UI shows why at a glance.
+    # One case fails on purpose, so the nightly gate (every case must pass) does not hold: the
+    # run is Failed (red in the UI, automations fire), named so the UI shows why at a glance.
+    assert first.state.type.value == "FAILED", first.state
     assert (first.state.name, first.state.message) == ("Failed cases", "4/5 passed, 0 errored")
     second = _trigger_and_wait(service, "nightly", request | {"report_dir": str(tmp_path / "reports2")})
-    assert second.state.type.value == "COMPLETED", second.state
+    assert (second.state.type.value, second.state.name) == ("FAILED", "Failed cases"), second.state
 
     with Session(get_engine(f"sqlite:///{database}")) as session:
         runs = {run.flow_run_id: run for run in session.exec(select(EvalRun)).all()}
@@ -204,7 +205,8 @@ def test_two_workers_share_the_pool_and_one_postgresql_database(
         for index in range(4)
     ]
     flow_runs = _trigger_and_wait(service, "evaluate", *requests)
-    assert [run.state.type.value for run in flow_runs] == ["COMPLETED"] * 4
+    # Every run completes and stores its results; the bundled agent's failing case makes each red.
+    assert [(run.state.type.value, run.state.name) for run in flow_runs] == [("FAILED", "Failed cases")] * 4
     ids = {str(run.id) for run in flow_runs}
     logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
     taken = [{flow_run_id for flow_run_id in ids if flow_run_id in log} for log in logs]

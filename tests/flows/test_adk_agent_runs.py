@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.models.tables import CaseResultRow
 from proctor.storage import get_engine
 from tests.agents.test_adk_agent import ROLL, _package
@@ -52,7 +52,7 @@ def test_an_adk_agent_is_scored_on_its_eval_set(tmp_path: Path, sqlite_url: str,
             database_url=sqlite_url,
             report_dir=str(tmp_path / "r"),
         )
-        summary = asyncio.run(evaluate(request))
+        summary = asyncio.run(run_evaluation(request))
     assert (summary.total, summary.passed) == (2, 1)  # the d20 case expects sides 20; the agent rolls a d6
     with Session(get_engine(sqlite_url)) as session:
         rows = {

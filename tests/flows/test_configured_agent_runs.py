@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.models.tables import CaseResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI
@@ -46,7 +46,7 @@ def test_the_agent_yaml_is_the_agent(tmp_path: Path, sqlite_url: str, monkeypatc
         """)
         )
         summary = asyncio.run(
-            evaluate(
+            run_evaluation(
                 EvaluationRequest(
                     suite=str(tmp_path / "agent.yaml"),
                     database_url=sqlite_url,

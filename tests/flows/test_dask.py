@@ -15,7 +15,7 @@ from sqlmodel import Session, func, select
 
 from proctor import progress
 from proctor.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, main
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.local_run import evaluate_in_process
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
@@ -82,7 +82,7 @@ def test_several_chunks_per_worker_store_every_result_once(
         lambda event, data: seen.append(data["done"]) if event == "cases_stored" else None
     )
     try:
-        run = evaluate if orchestration == "prefect" else evaluate_in_process
+        run = run_evaluation if orchestration == "prefect" else evaluate_in_process
         summary = asyncio.run(run(request))
     finally:
         unsubscribe()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.models.agentflow import EvalReport
 from proctor.models.holodeck import TestReport
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
@@ -49,7 +49,7 @@ dataset:
 
 
 def _run(request: EvaluationRequest):
-    return asyncio.run(evaluate(request))
+    return asyncio.run(run_evaluation(request))
 
 
 def _rows(url: str, run_id) -> dict[str, CaseResultRow]:

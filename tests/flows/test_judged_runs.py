@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.loaders import SuiteError
 from proctor.models.tables import MetricResultRow
 from proctor.storage import get_engine
@@ -62,7 +62,7 @@ def _run(folder: Path, url: str, **fields):
         report_dir=str(folder / "reports"),
         **fields,
     )
-    return asyncio.run(evaluate(request))
+    return asyncio.run(run_evaluation(request))
 
 
 def _metrics(url: str, run_id) -> list[MetricResultRow]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.loaders import SuiteError
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -41,7 +41,7 @@ def _suite(tmp_path: Path, cases: int) -> tuple[Path, str]:
 
 
 def _run(**fields):
-    return asyncio.run(evaluate(EvaluationRequest(**fields)))
+    return asyncio.run(run_evaluation(EvaluationRequest(**fields)))
 
 
 def test_a_prefect_concurrency_limit_caps_model_calls(tmp_path: Path, sqlite_url: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.cli import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_PASSED, main
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.models.notify import SlackSettings
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.storage import get_engine
@@ -149,7 +149,7 @@ def test_flow_posts_to_slack_and_records_it(sqlite_url, tmp_path, broken_agent, 
                 report_dir=str(tmp_path / folder),
                 slack=settings,
             )
-            summary = asyncio.run(evaluate(request))
+            summary = asyncio.run(run_evaluation(request))
         assert summary.notification["status"] == "sent"
         summary_post, thread = slack.messages()[-2:]
         text = json.dumps(summary_post["blocks"])
@@ -165,7 +165,7 @@ def test_flow_posts_to_slack_and_records_it(sqlite_url, tmp_path, broken_agent, 
             report_dir=str(tmp_path / "c"),
             slack=settings.model_copy(update={"retry_backoff": 0.01}),
         )
-        summary = asyncio.run(evaluate(request))
+        summary = asyncio.run(run_evaluation(request))
     assert summary.status.value == "completed" and summary.total == 5
     assert summary.notification["status"] == "failed" and "503" in summary.notification["error"]
     stored = runs(sqlite_url)[-1]

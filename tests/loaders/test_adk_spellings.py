@@ -227,5 +227,7 @@ def test_an_existing_path_with_a_colon_is_not_split(tmp_path: Path) -> None:
 
 def test_an_adk_metric_proctor_cannot_score_as_adk_is_refused_with_the_reason(tmp_path: Path) -> None:
     config = {"criteria": {"safety_v1": 0.8}}
-    with pytest.raises(SuiteError, match=r"ADK metric 'safety_v1': google-adk 2.13.0 scores it with Vertex AI"):
+    with pytest.raises(
+        SuiteError, match=r"ADK metric 'safety_v1': google-adk 2.13.0 scores it with Vertex AI"
+    ):
         load_suite(_write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], config))

@@ -6,6 +6,7 @@ import json
 import uuid
 
 import pytest
+from pydantic import ValidationError
 
 from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest, FailingCase
@@ -212,7 +213,16 @@ def test_a_missing_token_names_the_variable(monkeypatch) -> None:
 
 
 def test_a_literal_token_is_refused() -> None:
-    result = notify_slack(SlackSettings(channel="#x", notify="always", token="xoxb-literal"), digest())
+    with pytest.raises(ValidationError) as refused:
+        SlackSettings(channel="#x", notify="always", token="xoxb-literal")
+    (problem,) = refused.value.errors()
+    assert problem["loc"] == ("token",) and "must name a secret" in problem["msg"]
+    assert "xoxb-literal" not in problem["msg"]
+    # One that got past validation anyway (built without it) is still refused at posting time.
+    smuggled = SlackSettings.model_construct(
+        **(SlackSettings(channel="#x", notify="always").__dict__ | {"token": "xoxb-literal"})
+    )
+    result = notify_slack(smuggled, digest())
     assert result.status == "failed" and "slack.token must be a reference" in (result.error or "")
     assert "xoxb-literal" not in (result.error or "")
 

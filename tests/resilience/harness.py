@@ -21,7 +21,7 @@ from prefect.states import State
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from proctor.flows.evaluate import EvaluationRequest, RunSummary, evaluate
+from proctor.flows.evaluate import EvaluationRequest, GateFailed, RunSummary, evaluate
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.rendering import md_inline
 from proctor.storage import get_engine
@@ -136,12 +136,23 @@ def write_suite(
 
 
 def run_flow(**fields: Any) -> tuple[State, RunSummary | BaseException]:
-    """Run the flow for real and return its final Prefect state with its result (or error)."""
+    """Run the flow for real and return its final Prefect state with its result (or error);
+    a run whose gate did not hold comes back with its summary."""
     state = asyncio.run(evaluate(EvaluationRequest(**fields), return_state=True))
     try:
         return state, state.result()
+    except GateFailed as verdict:
+        return state, verdict.summary
     except BaseException as error:  # a failed flow's state holds the exception
         return state, error
+
+
+def ended_with_verdict(state: State) -> bool:
+    """The run completed (every result stored and reported): Completed when its gate held,
+    else Failed and named after why, never Crashed or failed by an exception."""
+    return state.is_completed() or (
+        state.is_failed() and state.name in {"Failed cases", "Regressed", "Below pass rate"}
+    )
 
 
 @dataclass

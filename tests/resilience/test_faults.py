@@ -28,6 +28,7 @@ from tests.resilience.harness import (
     MORE_CASES,
     Reports,
     Stored,
+    ended_with_verdict,
     reports,
     run_flow,
     stored,
@@ -103,7 +104,13 @@ def test_an_agent_that_raises_fails_every_case_and_keeps_what_it_recorded(
     assert (db.run.status, db.run.error) == ("completed", None)
     assert (db.run.total_cases, db.run.passed_cases, db.run.errored_cases) == (4, 0, 4)
     assert (db.case_rows, db.metric_rows) == (4, 0)  # no answer, nothing to score
-    assert _flow_run_state(db.run.flow_run_id).is_completed()  # a failing agent never fails the run
+    # A failing agent never crashes the run: it completes, and its gate names why it is red.
+    state = _flow_run_state(db.run.flow_run_id)
+    assert (state.type.value, state.name, state.message) == (
+        "FAILED",
+        "Failed cases",
+        "0/4 passed, 4 errored",
+    )
     report = reports(tmp_path / "reports")
     assert report.junit.get("errors") == "4"
     for case_id, row in db.cases.items():
@@ -130,7 +137,7 @@ def test_an_agent_that_hangs_times_out_on_every_case(
         state, summary = run_flow(**request)
     finally:
         module["RELEASE"].set()
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     # Each case got its own 0.2 s: a hung call before it (a sync agent's thread cannot be
     # stopped) must neither eat its time nor its thread.
     assert sorted(module["CALLED"]) == sorted(CASES)
@@ -153,7 +160,7 @@ def test_an_agent_that_returns_malformed_data_fails_every_case_with_the_reason(
     tmp_path: Path, sqlite_url: str, judge: FakeOpenAI
 ) -> None:
     state, summary = run_flow(**_request(tmp_path, sqlite_url, "malformed", cases=MORE_CASES))
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     assert (summary.total, summary.passed, summary.errored) == (5, 0, 5)
 
     db = stored(sqlite_url, summary.run_id)
@@ -207,7 +214,7 @@ def test_a_judge_answering_429_is_retried_after_retry_after(
 
     judge.default = once_429
     state, summary = run_flow(**_request(tmp_path, sqlite_url, "good"))
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     assert (summary.total, summary.passed, summary.errored) == (3, 3, 0)
     db = stored(sqlite_url, summary.run_id)
     assert (db.case_rows, db.metric_rows) == (3, 6)
@@ -245,7 +252,7 @@ def test_a_failing_judge_errors_its_metric_and_spares_the_others(
     request = _request(tmp_path, sqlite_url, "good", metrics=METRICS.replace("20000", str(timeout_ms)))
     started = time.perf_counter()
     state, summary = run_flow(**request)
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     assert time.perf_counter() - started < 30, "a judge hanging 60 s must not hold the run"
     db = stored(sqlite_url, summary.run_id)
     _judge_errored(db, reports(tmp_path / "reports"), expected_errors)
@@ -269,7 +276,7 @@ def test_a_judge_replying_with_unparsable_text_errors_its_metric_and_keeps_the_r
 
     judge.default = reply
     state, summary = run_flow(**_request(tmp_path, sqlite_url, "good"))
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     db = stored(sqlite_url, summary.run_id)
     _judge_errored(db, reports(tmp_path / "reports"), ["JudgeReplyError: judge reply"])
     errors = {case_id: db.metric(case_id, "llm_judge") for case_id in CASES}
@@ -301,7 +308,7 @@ def test_slack_down_loses_nothing_and_the_run_records_it(
         )
         state, summary = run_flow(**_request(tmp_path, sqlite_url, "good", slack=settings))
         attempts = len(slack.requests)
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
     assert summary.notification["status"] == "failed"
     db = stored(sqlite_url, summary.run_id)
     assert (db.case_rows, db.metric_rows, db.run.passed_cases) == (3, 6, 3)

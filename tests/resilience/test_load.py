@@ -18,7 +18,7 @@ from proctor.agents import load_target
 from proctor.models.tables import CaseResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, Fault, judged, prompt_of
-from tests.resilience.harness import reports, run_flow, stored, write_suite
+from tests.resilience.harness import ended_with_verdict, reports, run_flow, stored, write_suite
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -109,7 +109,7 @@ def test_200_flaky_cases_against_a_rate_limited_judge(
         judge_cache=False,
     )
     wall = time.perf_counter() - started
-    assert state.is_completed(), summary
+    assert ended_with_verdict(state), summary
 
     # Exactly 200, once each, in the summary, the run row and the rows.
     assert summary.passed + summary.failed == summary.total == CASES

@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from sqlmodel import Session
 
 from proctor.cli import EXIT_FAILED, main
-from proctor.flows.evaluate import EvaluationRequest, evaluate
+from proctor.flows.evaluate import EvaluationRequest, run_evaluation
 from proctor.models.notify import SlackSettings
 from proctor.models.tables import EvalRun
 from proctor.rendering import md_inline
@@ -180,7 +180,7 @@ def test_every_report_shows_agent_text_as_text(
             repeat=2,  # the pass-count table lists the case ids
             slack=SlackSettings(channel="#agent-evals", notify="always", api_url=slack.api_url),
         )
-        summary = asyncio.run(evaluate(request))
+        summary = asyncio.run(run_evaluation(request))
     assert (summary.total, summary.passed) == (6, 2) and summary.notification["status"] == "sent"
 
     html = (out / "report.html").read_text()

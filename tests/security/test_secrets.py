@@ -23,7 +23,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.cli import EXIT_FAILED, main
-from proctor.flows.evaluate import EvaluationRequest, RunSummary, evaluate
+from proctor.flows.evaluate import EvaluationRequest, RunSummary, run_evaluation
 from proctor.models.notify import SlackSettings
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.storage import get_engine
@@ -140,7 +140,7 @@ def _flow_run(folder: Path, url: str, out: Path, slack: SlackSettings, **fields:
     request = EvaluationRequest(
         suite=str(folder / "agent.yaml"), database_url=url, report_dir=str(out), slack=slack, **fields
     )
-    return asyncio.run(evaluate(request))
+    return asyncio.run(run_evaluation(request))
 
 
 def _database_dump(path: Path) -> str:

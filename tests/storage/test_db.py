@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
-from proctor.storage.db import DATABASE_URL_ENV, default_database_url, normalize_url, redact_url
+from proctor.storage.db import DATABASE_URL_ENV, default_database_url, get_engine, normalize_url, redact_url
 
 
 def test_default_database_is_a_sqlite_file_under_the_working_directory(
@@ -69,3 +70,29 @@ def test_an_older_database_gains_the_new_columns(tmp_path: Path) -> None:
         session.commit()
         run = session.exec(select(EvalRun)).one()
     assert (run.variant, run.planned_cases) == ("v2", 3)
+
+
+def test_a_missing_results_database_is_one_line_naming_it_and_the_fix(postgres_server_url) -> None:
+    from sqlalchemy.engine import make_url
+
+    from proctor.storage.db import DatabaseUnavailable
+
+    server = make_url(postgres_server_url)
+    missing = server.set(database=f"proctor_missing_{uuid.uuid4().hex[:8]}", password="s3cret-pw")
+    url = missing.render_as_string(hide_password=False)
+    with pytest.raises(DatabaseUnavailable) as refused:
+        get_engine(url)
+    message = str(refused.value)
+    assert "\n" not in message and "s3cret-pw" not in message
+    assert f'{missing.database}" does not exist' in message
+    assert f"createdb -h {server.host} -p {server.port or 5432}" in message and missing.database in message
+
+
+def test_an_unreachable_results_database_says_what_to_check() -> None:
+    from proctor.storage.db import DatabaseUnavailable
+
+    with pytest.raises(DatabaseUnavailable) as refused:
+        get_engine("postgresql://proctor:hunter2@127.0.0.1:9/results")
+    message = str(refused.value)
+    assert "\n" not in message and "hunter2" not in message and "127.0.0.1:9/results" in message
+    assert "Connection refused" in message and "PROCTOR_DATABASE_URL" in message
