@@ -39,7 +39,7 @@ def _holodeck(folder: Path, grader: str) -> Path:
     (folder / "graders.py").write_text(grader)
     suite = folder / "agent.yaml"
     suite.write_text(
-        "name: graded\nagent: agent.py:agent\ntest_cases:\n  - {name: opening, input: 'When do you open?'}\n"
+        "name: graded\ntest_cases:\n  - {name: opening, input: 'When do you open?'}\n"
         "evaluations:\n  metrics:\n    - {type: code, grader: 'graders.py:grade'}\n"
     )
     return suite
