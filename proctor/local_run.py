@@ -28,6 +28,7 @@ from proctor.runtime import RunSettings, runtime_for
 from proctor.steps import (
     close_run,
     compare_with_baseline,
+    notify_unfinished,
     render_reports,
     send_notification,
     write_comparison_files,
@@ -109,8 +110,17 @@ class LocalSteps:
 
 
 async def evaluate_in_process(request: EvaluationRequest) -> RunSummary:
-    """What the `proctor-evaluate` flow does, without Prefect: same rows, reports, Slack."""
-    return await evaluate_request(request, LocalSteps())
+    """What the `proctor-evaluate` flow does, without Prefect: same rows, reports, Slack, and
+    a run that cannot complete tells Slack why, per its notify policy, as the flow does."""
+    try:
+        return await evaluate_request(request, LocalSteps())
+    except Exception as error:
+        log.error("the run did not complete: %s", error)
+        if request.slack is not None and not getattr(error, "notified", False):
+            result = await asyncio.to_thread(notify_unfinished, request, str(error), None)
+            if result.status in ("failed", "partial"):
+                log.error("Slack notification of the failed run %s too: %s", result.status, result.error)
+        raise
 
 
 @contextlib.contextmanager

@@ -15,8 +15,9 @@ from sqlmodel import Session
 
 from proctor.loaders import slug
 from proctor.models.notify import SlackSettings
+from proctor.models.request import EvaluationRequest
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.notify.digest import build_digest
+from proctor.notify.digest import build_digest, unfinished_digest
 from proctor.notify.slack import NotificationResult, notify_slack
 from proctor.regression import DEFAULT_SIGNIFICANCE, Regression, record_comparison
 from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
@@ -167,3 +168,17 @@ def send_notification(
         session.add(run)
         session.commit()
     return result
+
+
+def notify_unfinished(request: EvaluationRequest, reason: str, flow_run_id: str | None) -> NotificationResult:
+    """Tell Slack, per the notify policy, about a run that ended before it could be recorded
+    (a missing suite, an unreachable database, any error), with the reason and, for a flow run,
+    its link. Slack failing too is in the result, never raised."""
+    assert request.slack is not None
+    digest = unfinished_digest(
+        suite=Path(request.suite).name,
+        agent=request.agent,
+        reason=reason,
+        flow_run_link=flow_run_link(flow_run_id),
+    )
+    return notify_slack(request.slack, digest)

@@ -15,10 +15,15 @@ from prefect.cache_policies import NONE
 
 from proctor.models.notify import SlackSettings
 from proctor.models.request import EvaluationRequest
-from proctor.notify.digest import unfinished_digest
-from proctor.notify.slack import NotificationResult, notify_slack
+from proctor.notify.slack import NotificationResult
 from proctor.regression import DEFAULT_SIGNIFICANCE, Regression
-from proctor.steps import compare_with_baseline, flow_run_link, report_link, send_notification
+from proctor.steps import (
+    compare_with_baseline,
+    flow_run_link,
+    notify_unfinished,
+    report_link,
+    send_notification,
+)
 
 __all__ = [
     "compare_with_baseline",
@@ -82,14 +87,9 @@ async def notify_unfinished_task(request: EvaluationRequest, reason: str) -> Not
     flow run's link. If Slack fails too, the flow run's logs say so; nothing is raised."""
     from prefect.runtime import flow_run
 
-    assert request.slack is not None
-    digest = unfinished_digest(
-        suite=Path(request.suite).name,
-        agent=request.agent,
-        reason=reason,
-        flow_run_link=flow_run_link(str(flow_run.id) if flow_run.id else None),
+    result = await asyncio.to_thread(
+        notify_unfinished, request, reason, str(flow_run.id) if flow_run.id else None
     )
-    result = await asyncio.to_thread(notify_slack, request.slack, digest)
     logger = get_run_logger()
     if result.status in ("failed", "partial"):
         logger.error("Slack notification of the failed run %s too: %s", result.status, result.error)

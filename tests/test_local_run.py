@@ -154,3 +154,23 @@ def test_exit_codes_without_prefect(tmp_path: Path, capsys: pytest.CaptureFixtur
     unreachable = ["--db", "postgresql://postgres@127.0.0.1:9/none"]
     assert main(["run", str(EXAMPLE_SUITE), "--no-prefect", "--no-progress", *unreachable]) == EXIT_ERROR
     assert "could not complete" in capsys.readouterr().err
+
+
+def test_without_prefect_a_run_that_cannot_complete_tells_slack_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the flow does: the reason in Slack, per the notify policy, and no password in it."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-local-test")
+    with FakeSlack(token="xoxb-local-test") as slack:
+        request = EvaluationRequest(
+            suite=str(EXAMPLE_SUITE),
+            database_url="postgresql://proctor:hunter2@127.0.0.1:9/results",
+            report_dir=str(tmp_path / "r"),
+            slack=SlackSettings(channel="#evals", notify="failure", api_url=slack.api_url),
+        )
+        with pytest.raises(Exception, match="127.0.0.1"):
+            asyncio.run(evaluate_in_process(request))
+        messages = slack.messages()
+    assert len(messages) == 1
+    text = json.dumps(messages[0]["blocks"])
+    assert "weather.evalset.json" in text and "127.0.0.1" in text and "hunter2" not in text
