@@ -50,7 +50,7 @@ def _markdown_seen(entry: dict[str, Any]) -> str:
     marker saying how much was cut; rows stored before the text was kept give only the size."""
     chars = int(entry.get("markdown_chars") or 0)
     text = entry.get("markdown") or ""
-    if not text:
+    if not text and not entry.get("markdown_truncated"):
         return f"({chars} characters)"
     if entry.get("markdown_truncated"):
         return f"{text}\n\n[… truncated: first {len(text):,} of {chars:,} characters kept]"
