@@ -109,7 +109,13 @@ def reports(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     holodeck = next(
         case for case in load_suite(MULTI_TURN / "agent.yaml").cases if case.case_id == "literal_args_differ"
     )
-    run_id = _run(sqlite_url, [trajectory, holodeck], tmp_path)
+    vanna = make_case(
+        input="refund order 42",
+        metrics=[MetricSpec(name="TrajectoryEvaluator")],
+        case_id="vanna_refund",
+        metadata={"expected_outcome": {"tools_called": ["notify"], "tools_not_called": ["refund"]}},
+    )
+    run_id = _run(sqlite_url, [trajectory, holodeck, vanna], tmp_path)
     with Session(get_engine(sqlite_url)) as session:
         write_reports(session=session, run=session.get(EvalRun, run_id), directory=tmp_path / "out")
     return tmp_path / "out"
@@ -117,7 +123,12 @@ def reports(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_reports_show_expected_against_actual_calls_per_turn(reports: Path) -> None:
     markdown = (reports / "report.md").read_text(encoding="utf-8")
-    for metric in ("trajectory\\_match", "tool\\_trajectory\\_avg\\_score", "expected\\_tools"):
+    for metric in (
+        "trajectory\\_match",
+        "tool\\_trajectory\\_avg\\_score",
+        "expected\\_tools",
+        "TrajectoryEvaluator",
+    ):
         assert f"**Tool calls, expected against actual** ({metric}):" in markdown
     assert (
         "≠ mismatch `refund` (call 1): `order_id` mismatch expected `43`, actual `42`;"
@@ -126,8 +137,13 @@ def test_reports_show_expected_against_actual_calls_per_turn(reports: Path) -> N
     assert "❌ missing `notify`" in markdown
     # HoloDeck asserts only the arguments it names: the others are shown, not held against the call
     assert "`order_id` mismatch expected `43`, actual `42`; `amount` not checked actual `19.99`" in markdown
+    # Vanna checks names over the whole conversation: a forbidden tool called is unexpected
+    assert (
+        "- Turn all turns:\n  - ❌ missing `notify`\n  - ➕ unexpected `refund` (call 1): `order_id` unexpected actual `42`"
+        in markdown
+    )
     html = (reports / "report.html").read_text(encoding="utf-8")
-    assert html.count("Tool calls, expected against actual") == 3
+    assert html.count("Tool calls, expected against actual") == 4
     assert "<td><code>notify</code></td><td>missing</td>" in html
     assert "<code>order_id</code> mismatch: expected <code>43</code>, actual <code>42</code>" in html
 
