@@ -88,6 +88,9 @@ class AgentTurn(BaseModel):
     metrics: list[ScoredMetric] = Field(default_factory=list)
     tools_matched: bool | None = None
     tool_problems: list[str] = Field(default_factory=list)
+    # HoloDeck's expected tools checked against this turn's calls (name, args, count), kept so
+    # a report can show expected against actual calls when the check fails.
+    expected_tools: list[dict[str, Any]] | None = None
     passed: bool | None = None
 
 

@@ -75,6 +75,12 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     if request.model_call_limit:
         check_concurrency_limit(suite, request.model_call_limit)
     check_judge_credentials(suite, cases)
+    from proctor.storage.rows import STORED_FILE_CHARS_VARIABLE, stored_file_chars
+
+    try:
+        stored_file_chars()
+    except ValueError as error:
+        raise SuiteError([Problem("environment", STORED_FILE_CHARS_VARIABLE, str(error))]) from None
     return suite, cases, agent
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 from proctor.metrics import BoundMetric, MetricContext, score_case
 from proctor.metrics.expected_tools import check_expected_tools
 from proctor.metrics.tools import tools_matched
-from proctor.models.case import Case, MetricSpec, Turn
+from proctor.models.case import Case, ExpectedTool, MetricSpec, Turn
 from proctor.models.outcome import AgentTurn, CaseOutcome, ScoredMetric
 
 NOT_SCORED = "not scored: no metric applied to this case and it expects no tools"
@@ -100,6 +101,7 @@ async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
         actual.tools_matched, actual.tool_problems = check_expected_tools(
             expected.expected_tools, actual.tool_calls
         )
+        actual.expected_tools = _dumped(expected.expected_tools)
         actual.metrics = await score_case([bind(spec) for spec in one.metrics], context)
         actual.passed = (
             actual.error is None
@@ -121,6 +123,10 @@ async def score_turns_before_failure(case: Case, outcome: CaseOutcome, bind: Bin
         outcome.errors.append(f"evaluation failed: {error}")
 
 
+def _dumped(tools: list[ExpectedTool] | None) -> list[dict[str, Any]] | None:
+    return None if tools is None else [tool.model_dump(exclude_none=True) for tool in tools]
+
+
 def _case_tools_matched(case: Case, context: MetricContext, outcome: CaseOutcome) -> bool | None:
     """HoloDeck's expected tools with `count` and `args` when the case states them per turn,
     else every expected name called."""
@@ -129,6 +135,7 @@ def _case_tools_matched(case: Case, context: MetricContext, outcome: CaseOutcome
         matched, problems = check_expected_tools(expected, context.tool_calls)
         if outcome.turns:
             outcome.turns[-1].tool_problems = problems
+            outcome.turns[-1].expected_tools = _dumped(expected)
         return matched
     return tools_matched(case.expected_tools, context.tool_names)
 

@@ -83,17 +83,28 @@ class ToolTrajectoryAvgScore(AdkCriterionFields):
         return MatchType.from_adk(value)
 
     def evaluate(self, ctx: MetricContext) -> Score:
-        per_turn = []
+        per_turn, turns = [], []
         for expected, actual in ctx.paired_turns():
             calls = actual.tool_calls if actual else []
             wanted = expected.expected_tool_calls or []
             matched = adk_trajectory_matches(wanted, calls, self.match_type, self.ignore_args)
             per_turn.append(1.0 if matched else 0.0)
+            turns.append(  # what the report's expected-against-actual diff reads
+                {
+                    "turn_id": expected.turn_id,
+                    "matched": matched,
+                    "expected": [
+                        call.model_dump(include={"name"} if self.ignore_args else {"name", "args"})
+                        for call in wanted
+                    ],
+                    "actual": [call.model_dump(include={"name", "args"}) for call in calls],
+                }
+            )
         value = statistics.fmean(per_turn)
         return Score(
             value=value,
             reason=f"{sum(per_turn):g} of {len(per_turn)} turns matched ({self.match_type.value})",
-            details={"per_turn": per_turn},
+            details={"per_turn": per_turn, "turns": turns},
         )
 
 

@@ -64,7 +64,10 @@ class TrajectoryMatch(Metric):
                 {
                     "turn_id": expected.turn_id,
                     "matched": matched,
-                    "expected": [call.model_dump(exclude_none=True) for call in expected.expected_tool_calls],
+                    "expected": [
+                        call.model_dump(include={"name", "args"} if self.check_args else {"name"})
+                        for call in expected.expected_tool_calls
+                    ],
                     "actual": [call.model_dump(include={"name", "args"}) for call in calls],
                 }
             )

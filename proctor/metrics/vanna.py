@@ -49,7 +49,17 @@ class VannaTrajectoryEvaluator(Metric):
         outcome, called = expected_outcome(ctx), set(ctx.tool_names)
         checks = {f"called {tool}": tool in called for tool in outcome.tools_called or []}
         checks |= {f"did not call {tool}": tool not in called for tool in outcome.tools_not_called or []}
-        return checks_score(checks, "trajectory")
+        score = checks_score(checks, "trajectory")
+        score.details["turns"] = [  # the whole conversation at once, as Vanna checks it
+            {
+                "turn_id": "all turns",
+                "matched": score.passed,
+                "expected": [{"name": tool} for tool in outcome.tools_called or []],
+                "actual": [call.model_dump(include={"name", "args"}) for call in ctx.tool_calls],
+                "forbidden": list(outcome.tools_not_called or []),
+            }
+        ]
+        return score
 
 
 class VannaOutputEvaluator(Metric):

@@ -45,14 +45,35 @@ def metric_result(row: MetricResultRow) -> MetricResult:
     )
 
 
+def _markdown_seen(entry: dict[str, Any]) -> str:
+    """The markdown the agent saw, as stored (bounded by PROCTOR_STORED_FILE_CHARS), with a
+    marker saying how much was cut; rows stored before the text was kept give only the size."""
+    chars = int(entry.get("markdown_chars") or 0)
+    text = entry.get("markdown") or ""
+    if not text and not entry.get("markdown_truncated"):
+        return f"({chars} characters)"
+    if entry.get("markdown_truncated"):
+        return f"{text}\n\n[… truncated: first {len(text):,} of {chars:,} characters kept]"
+    return text
+
+
+def _markdown_size(entry: dict[str, Any]) -> dict[str, Any]:
+    if "markdown" not in entry:
+        return {}
+    return {
+        "markdown_chars": entry.get("markdown_chars", 0),
+        "markdown_truncated": bool(entry.get("markdown_truncated")),
+    }
+
+
 def _processed_file(entry: dict[str, Any]) -> ProcessedFileInput:
     original = FileInput.model_validate(
         {k: v for k, v in entry.items() if k in FileInput.model_fields and v is not None}
     )
     return ProcessedFileInput(
         original=original,
-        markdown_content="" if entry.get("error") else f"({entry.get('markdown_chars', 0)} characters)",
-        metadata=entry.get("metadata") or {},
+        markdown_content="" if entry.get("error") else _markdown_seen(entry),
+        metadata={**(entry.get("metadata") or {}), **_markdown_size(entry)},
         processing_time_ms=int(entry.get("processing_time_ms") or 0),
         error=entry.get("error"),
     )

@@ -13,6 +13,7 @@ from proctor.models.outcome import AgentTurn
 from proctor.models.tables import EvalRun, RunStatus
 from proctor.rendering import render
 from proctor.reporting.convert import case_label
+from proctor.reporting.tool_diff import case_tool_diffs
 from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 TREND_RUNS = 20
@@ -59,7 +60,15 @@ class HtmlBuilder:
                 )
         else:
             turns = [AgentTurn.model_validate(turn) for turn in row.turns]
-            self.failing.append({"row": row, "label": case_label(row), "metrics": metrics, "turns": turns})
+            self.failing.append(
+                {
+                    "row": row,
+                    "label": case_label(row),
+                    "metrics": metrics,
+                    "turns": turns,
+                    "tool_diffs": case_tool_diffs(turns, metrics),
+                }
+            )
 
     def html(self, session: Session) -> str:
         return render(

@@ -27,6 +27,7 @@ from proctor.rendering import render, to_json
 from proctor.reporting.convert import eval_case_result, iso, test_result
 from proctor.reporting.html import HtmlBuilder
 from proctor.reporting.junit import JUnitBuilder
+from proctor.reporting.tool_diff import case_tool_diffs
 from proctor.storage.runs import iter_results, metric_stats, tally, unsteady_cases
 
 
@@ -47,6 +48,7 @@ class ReportItem:
     result: TestResult
     turns: list[AgentTurn]
     reasons: list[str | None]
+    tool_diffs: list[dict[str, Any]]
 
 
 def environment_info() -> dict[str, str]:
@@ -106,10 +108,12 @@ def _markdown_head(
 
 
 def _markdown_case(row: Any, metric_rows: list[Any], result: TestResult, number: int) -> str:
+    turns = [AgentTurn.model_validate(turn) for turn in row.turns]
     item = ReportItem(
         result=result,
-        turns=[AgentTurn.model_validate(turn) for turn in row.turns],
+        turns=turns,
         reasons=[metric.reason for metric in metric_rows],
+        tool_diffs=[] if row.passed else case_tool_diffs(turns, metric_rows),
     )
     return render("report_case.md.j2", item=item, number=number)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -9,6 +10,41 @@ from typing import Any
 
 from proctor.models.case import Case
 from proctor.models.outcome import CaseOutcome
+
+# How much of each processed file's markdown a case row keeps (what the agent saw, shown in
+# report.json); the full size is stored beside it.
+STORED_FILE_CHARS_VARIABLE = "PROCTOR_STORED_FILE_CHARS"
+DEFAULT_STORED_FILE_CHARS = 20_000
+
+
+def stored_file_chars() -> int:
+    """The bound from `PROCTOR_STORED_FILE_CHARS` (0 keeps no text), read per run so a test
+    or a deployment can change it without a restart."""
+    raw = os.environ.get(STORED_FILE_CHARS_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_STORED_FILE_CHARS
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"expected a whole number of characters, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"expected 0 or more characters, got {value}")
+    return value
+
+
+def _file_chars_for_storage() -> int:
+    """The bound, or the default when the variable is malformed: `proctor run` refuses such a
+    value before it starts (preparation.py), and a result is never lost over it."""
+    try:
+        return stored_file_chars()
+    except ValueError:
+        return DEFAULT_STORED_FILE_CHARS
+
+
+def stored_markdown(text: str, limit: int) -> dict[str, Any]:
+    """A processed file's markdown as stored: at most `limit` characters, its full size, and
+    whether it was cut."""
+    return {"markdown": text[:limit], "markdown_chars": len(text), "markdown_truncated": len(text) > limit}
 
 
 @lru_cache(maxsize=65_536)
@@ -34,6 +70,7 @@ def vanna_case(case: Case) -> dict[str, Any]:
 def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> dict[str, Any]:
     usage = outcome.usage
     final = outcome.state.is_final
+    file_chars = _file_chars_for_storage() if outcome.processed_files else 0
     return {
         "id": case_row_id(run_id, case.case_id, outcome.attempt),
         "run_id": run_id,
@@ -58,7 +95,7 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
                 "metadata": processed.metadata,
                 "processing_time_ms": processed.processing_time_ms,
                 "error": processed.error,
-                "markdown_chars": len(processed.markdown_content),
+                **stored_markdown(processed.markdown_content, file_chars),
             }
             for processed in outcome.processed_files
         ],
