@@ -567,6 +567,16 @@ CORPUS: dict[str, Bad] = {
         {"agent.yaml": metrics("[{type: standard, metric: coherence, threshold: 6, scale: 5}]")},
         "agent.yaml: evaluations.metrics[0].threshold: expected a threshold between 0 and 5, got 6",
     ),
+    # -- metadata.eval_config obeys the folder rules attached files obey (issue 14, item 9) --
+    "eval_config path leaves the folder": Bad(
+        {"s.evalset.json": metadata(eval_config="../../../../../../etc/passwd")},
+        "s.evalset.json: metadata.eval_config: ../../../../../../etc/passwd leaves the suite folder",
+        run=True,
+    ),
+    "eval_config absolute path": Bad(
+        {"s.evalset.json": metadata(eval_config="/etc/passwd")},
+        "s.evalset.json: metadata.eval_config: /etc/passwd leaves the suite folder",
+    ),
     # -- wrong types in metric settings, in every format (issue 14, item 11) ---------------
     "holodeck standard metric a list": Bad(
         {"agent.yaml": metrics("[{type: standard, metric: [bleu]}]")},
@@ -1036,3 +1046,17 @@ def test_run_refuses_each_malformed_input_before_it_starts(
     _assert_one_clear_error(bad, code, out, err)
     assert not reports.exists()  # nothing ran
     assert "sk-literal-key" not in out + err
+
+
+@pytest.mark.parametrize(
+    "content", ["TOPSECRET-7f3a: not json at all", '"TOPSECRET-7f3a"', "[1, 'TOPSECRET-7f3a']"]
+)
+def test_an_eval_config_error_never_echoes_the_files_contents(content: str, tmp_path: Path, capsys) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "notes.json").write_text(content)
+    suite = tmp_path / "s.evalset.json"
+    suite.write_text(metadata(eval_config="notes.json"))
+    code = main(["validate", str(suite)])
+    out, err = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT, out + err
+    assert "notes.json" in err and "TOPSECRET" not in out + err, err
