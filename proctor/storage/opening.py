@@ -140,3 +140,21 @@ def database_errors() -> tuple[type[BaseException], ...]:
     from proctor.storage.db import DatabaseUnavailable
 
     return (DatabaseProblem, DatabaseUnavailable, SQLAlchemyError)
+
+
+def password_by_reference(url: str | None) -> str | None:
+    """A database URL fit for Prefect's flow-run parameters (stored by its API, shown in its UI):
+    a URL carrying a password is moved into this process's `PROCTOR_DATABASE_URL`, which the run
+    reads when its `database_url` is None, and None is returned in its place."""
+    from proctor.storage.db import DATABASE_URL_ENV
+
+    if not url:
+        return url
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        return url  # refused later, with its password hidden
+    if not password:
+        return url
+    os.environ[DATABASE_URL_ENV] = url
+    return None

@@ -70,7 +70,7 @@ def test_a_run_with_a_dripping_file_ends_within_its_case_timeout(dripping_url: s
 
     (tmp_path / "agent.py").write_text("def agent(request):\n    return 'hi'\n")
     (tmp_path / "agent.yaml").write_text(
-        "name: drip\nagent: agent.py:agent\n"
+        "name: drip\n"
         f"test_cases:\n  - name: c1\n    input: q\n    files: [{{url: '{dripping_url}', type: text}}]\n"
         "evaluations:\n  metrics: [{metric: bleu}]\n"
     )

@@ -183,3 +183,21 @@ def test_processes_creating_the_schema_at_the_same_instant_all_succeed(
         finally:
             with psycopg.connect(admin, autocommit=True) as connection:
                 connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_database_password_reaches_prefect_only_by_reference(monkeypatch) -> None:
+    """`run_evaluation` hands the flow (whose parameters Prefect stores and shows) no password:
+    the URL goes to PROCTOR_DATABASE_URL of this process and the parameter is None."""
+    from proctor.storage.db import DATABASE_URL_ENV, default_database_url
+    from proctor.storage.opening import password_by_reference
+
+    monkeypatch.setenv(DATABASE_URL_ENV, "unset")  # so that what the run sets is undone afterwards
+    monkeypatch.delenv(DATABASE_URL_ENV)
+    url = "postgresql://proctor:pw-secret@127.0.0.1:5432/results"
+    assert password_by_reference(url) is None
+    assert default_database_url() == url  # what the run opens when its parameter is None
+    assert (
+        password_by_reference("postgresql://proctor@127.0.0.1/results")
+        == "postgresql://proctor@127.0.0.1/results"
+    )
+    assert password_by_reference("sqlite:///r.db") == "sqlite:///r.db"
