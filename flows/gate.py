@@ -63,7 +63,10 @@ async def run_evaluation(request: EvaluationRequest) -> RunSummary:
     """Run the flow in this process and return its summary, whether or not its gate held
     (`summary.all_passed` says which); a run that could not complete raises."""
     from proctor.flows.evaluate import evaluate
+    from proctor.storage.opening import password_by_reference
 
+    # The flow's parameters are stored by Prefect: the database password goes by reference.
+    request = request.model_copy(update={"database_url": password_by_reference(request.database_url)})
     try:
         return await evaluate(request)
     except GateFailed as verdict:

@@ -26,6 +26,11 @@ from proctor.models.holodeck import FileInput, ProcessedFileInput
 MAX_DOWNLOAD_BYTES = int(os.environ.get("PROCTOR_MAX_DOWNLOAD_BYTES", 25 * 1024 * 1024))
 CACHE_TTL_S = float(os.environ.get("PROCTOR_FILE_CACHE_TTL_S", 24 * 3600))
 DOWNLOAD_TIMEOUT_S = 30.0
+# A whole file (download and conversion) is bounded by the case's own limit when it has one,
+# else by this: a source dripping one byte at a time cannot hold a case for ever.
+FILE_TIMEOUT_S = float(os.environ.get("PROCTOR_FILE_TIMEOUT_S", 120))
+# What an archive (docx, xlsx, pptx are zips) may expand to before markitdown opens it.
+MAX_EXPANDED_BYTES = int(os.environ.get("PROCTOR_MAX_EXPANDED_BYTES", 256 * 1024 * 1024))
 MAX_REDIRECTS = 5
 SUFFIX_BY_TYPE = {
     "pdf": ".pdf",
@@ -89,9 +94,14 @@ def _check_url(url: str) -> None:
         raise FileProcessingError(f"{url}: only http and https URLs are fetched, not {scheme or 'this'}")
 
 
-def download(file_input: FileInput) -> tuple[Path, bool]:
-    """The URL's content on disk, from the cache when fresh; (path, came from cache)."""
+def download(file_input: FileInput, limit_s: float = FILE_TIMEOUT_S) -> tuple[Path, bool]:
+    """The URL's content on disk, from the cache when fresh; (path, came from cache).
+
+    `limit_s` bounds the whole download in wall-clock time: httpx's timeouts are per read, so
+    one byte every few seconds would otherwise never end."""
     import httpx
+
+    deadline = time.monotonic() + limit_s
 
     url = file_input.url
     assert url is not None
@@ -106,7 +116,8 @@ def download(file_input: FileInput) -> tuple[Path, bool]:
         return target, True
     target.parent.mkdir(parents=True, exist_ok=True)
     current = url
-    with httpx.Client(timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=False) as client:
+    timeout = httpx.Timeout(min(DOWNLOAD_TIMEOUT_S, limit_s))
+    with httpx.Client(timeout=timeout, follow_redirects=False) as client:
         for _ in range(MAX_REDIRECTS + 1):
             with client.stream("GET", current) as response:
                 if response.is_redirect:
@@ -124,6 +135,10 @@ def download(file_input: FileInput) -> tuple[Path, bool]:
                 size = 0
                 with open(partial, "wb") as handle:
                     for chunk in response.iter_bytes():
+                        if time.monotonic() > deadline:
+                            handle.close()
+                            partial.unlink(missing_ok=True)
+                            raise FileProcessingError(f"{url}: download did not finish within {limit_s:g} s")
                         size += len(chunk)
                         if size > MAX_DOWNLOAD_BYTES:
                             handle.close()
@@ -148,6 +163,34 @@ def _markitdown() -> Any:
 # Time this thread spent waiting for the shared converter (its lock, its one-time start-up of
 # seconds): not the file's own processing time, which is what a case's `files_ms` reports.
 _waits = threading.local()
+
+
+def check_archive(path: Path, limit: int | None = None) -> None:
+    """Refuse a zip (docx, xlsx, pptx) that expands past the limit, before markitdown opens it:
+    first by the sizes its headers declare, then by the bytes actually inflated (headers can lie)."""
+    import zipfile
+
+    limit = MAX_EXPANDED_BYTES if limit is None else limit
+    if not zipfile.is_zipfile(path):
+        return
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        declared = sum(member.file_size for member in members)
+        if declared > limit:
+            raise FileProcessingError(
+                f"{path.name}: expands to {declared} bytes, over the {limit}-byte limit for archives "
+                "(PROCTOR_MAX_EXPANDED_BYTES)"
+            )
+        expanded = 0
+        for member in members:
+            with archive.open(member) as stream:
+                while block := stream.read(2**20):
+                    expanded += len(block)
+                    if expanded > limit:
+                        raise FileProcessingError(
+                            f"{path.name}: expands to more than the {limit}-byte limit for archives "
+                            "(PROCTOR_MAX_EXPANDED_BYTES)"
+                        )
 
 
 def _markitdown_text(path: Path) -> tuple[str, dict[str, Any]]:
@@ -246,6 +289,8 @@ def _image(path: Path, description: str | None) -> tuple[str, dict[str, Any]]:
 
 def convert(path: Path, file_input: FileInput) -> tuple[str, dict[str, Any]]:
     kind = file_input.type
+    if kind in ("word", "excel", "powerpoint"):
+        check_archive(path)
     if kind == "pdf":
         return _pdf(path, file_input.pages)
     if kind == "powerpoint":
@@ -259,14 +304,17 @@ def convert(path: Path, file_input: FileInput) -> tuple[str, dict[str, Any]]:
     return _markitdown_text(path)  # word, csv
 
 
-def process_file(file_input: FileInput, base_dir: Path) -> ProcessedFileInput:
-    """Convert one file; a failure is recorded on the result, not raised."""
+def process_file(
+    file_input: FileInput, base_dir: Path, limit_s: float = FILE_TIMEOUT_S
+) -> ProcessedFileInput:
+    """Convert one file; a failure is recorded on the result, not raised. A download is bounded
+    by `limit_s` of wall-clock time (the caller also stops waiting for the conversion then)."""
     started = time.perf_counter()
     _waits.ms = 0.0
     cached_path = None
     try:
         if file_input.url is not None:
-            path, from_cache = download(file_input)
+            path, from_cache = download(file_input, limit_s)
             cached_path = str(path)
         else:
             path, from_cache = resolve_path(file_input, base_dir), False

@@ -18,9 +18,10 @@ from typing import Any
 
 from proctor.agents import AgentRequest, AgentThreadsClosed
 from proctor.chunking import settle_all
-from proctor.files import process_file
+from proctor.files import FILE_TIMEOUT_S, process_file
 from proctor.metrics import MetricContext
 from proctor.models.case import Case
+from proctor.models.holodeck import FileInput, ProcessedFileInput
 from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState
 from proctor.runtime import (
     DEFAULT_JUDGE_MODEL,
@@ -89,15 +90,31 @@ def _finish(outcome: CaseOutcome, state: CaseState) -> None:
 
 
 # -- stage 1: files ---------------------------------------------------------------------
+async def _bounded_file(file_input: FileInput, base_dir: Path, limit: float) -> ProcessedFileInput:
+    """One file within `limit` s of wall-clock time: the download stops itself at the limit;
+    a conversion still busy then is left to finish in its thread and the file fails now."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(process_file, file_input, base_dir, limit), limit + 1)
+    except TimeoutError:
+        name = file_input.path or file_input.url
+        return ProcessedFileInput(
+            original=file_input,
+            markdown_content="",
+            error=f"{name}: not converted within {limit:g} s",
+            processing_time_ms=int(limit * 1000),
+        )
+
+
 async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
     """PENDING -> FILES_READY, or FILES_FAILED (final, persisted) with the reason."""
     base_dir = Path(runtime.settings.suite_dir)
+    limit = runtime.settings.case_timeout_s or FILE_TIMEOUT_S
 
     async def one(work: CaseWork) -> None:
         outcome = work.outcome
         outcome.state = CaseState.PROCESSING_FILES
         outcome.processed_files = [
-            await asyncio.to_thread(process_file, file_input, base_dir) for file_input in work.case.files
+            await _bounded_file(file_input, base_dir, limit) for file_input in work.case.files
         ]
         # Each file's own time: not the wait for a thread or for the shared converter.
         outcome.files_ms = float(sum(p.processing_time_ms for p in outcome.processed_files))

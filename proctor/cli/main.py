@@ -6,6 +6,7 @@ Exit codes: 0 every case passed, 1 some case failed, 2 bad input or configuratio
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +30,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"proctor {__version__}")
         return EXIT_PASSED
+    from proctor.storage.opening import database_errors
+
+    try:
+        return dispatch(parser, args)
+    except database_errors() as error:  # a bad or unreachable results database: one line, no traceback
+        return database_problem(error, args)
+
+
+def database_problem(error: Exception, args: argparse.Namespace) -> int:
+    from proctor.cli.console import EXIT_ERROR, terminal_text
+    from proctor.storage import default_database_url
+    from proctor.storage.db import DatabaseUnavailable
+    from proctor.storage.opening import DatabaseProblem, explain
+
+    if isinstance(error, DatabaseUnavailable):  # unreachable or missing: its own line and fix
+        print(terminal_text(f"error: {error}"), file=sys.stderr)
+        return EXIT_ERROR
+    if not isinstance(error, DatabaseProblem):
+        error = explain(getattr(args, "database_url", None) or default_database_url(), error)
+    print(terminal_text(f"error: {error}"), file=sys.stderr)
+    return EXIT_BAD_INPUT if error.bad_input else EXIT_ERROR
+
+
+def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command in ("run", "resume"):
         try:
             return run_command(args) if args.command == "run" else resume_command(args)

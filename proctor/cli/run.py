@@ -87,7 +87,13 @@ def run_command(args: argparse.Namespace) -> int:
     from proctor.loaders import Problem, SuiteError, discover, slug
     from proctor.loaders.discover import split_case_selector
     from proctor.models.request import EvaluationRequest
+    from proctor.storage import default_database_url
+    from proctor.storage.db import normalize_url
+    from proctor.storage.opening import check_writable
 
+    check_writable(
+        normalize_url(args.database_url or default_database_url())
+    )  # a URL that can never work: exit 2 now
     args.suite, selected = split_case_selector(args.suite)  # adk eval's FILE:case_id,case_id
     args.cases = [*args.cases, *selected]
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}

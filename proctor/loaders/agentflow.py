@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.files import leaves_roots
 from proctor.loaders.checks import agent_problems, check_specs, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
@@ -33,7 +34,18 @@ def eval_config_for(
         except ValidationError as error:
             raise SuiteError(problems_from_validation(str(path), error, "metadata.eval_config")) from None
     if isinstance(inline, str):
-        return load_config(path.parent / inline), str(path.parent / inline), False
+        if leaves_roots(inline, path.parent):  # the same folder rules as attached files
+            raise SuiteError(
+                [
+                    Problem(
+                        str(path),
+                        "metadata.eval_config",
+                        f"{inline} leaves the suite folder {path.parent.resolve()}; expected a config file "
+                        "inside it (add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
+                    )
+                ]
+            )
+        return load_config(path.parent / inline, echo=False), str(path.parent / inline), False
     if inline is not None:
         raise SuiteError(
             [
@@ -53,12 +65,14 @@ def eval_config_for(
     return EvalConfig.default(), "EvalConfig.default()", True
 
 
-def load_config(path: Path) -> EvalConfig:
+def load_config(path: Path, echo: bool = True) -> EvalConfig:
+    """An eval config file; `echo=False` when a suite named it, so a wrong file's contents are
+    never quoted back."""
     document = read_document(path)
     try:
         return EvalConfig.model_validate(document)
     except ValidationError as error:
-        raise SuiteError(problems_from_validation(str(path), error)) from None
+        raise SuiteError(problems_from_validation(str(path), error, echo=echo)) from None
 
 
 def load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite:

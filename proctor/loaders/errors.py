@@ -43,12 +43,18 @@ def found(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def problems_from_validation(file: str, error: ValidationError, prefix: str = "") -> list[Problem]:
-    """One problem per Pydantic error, with the JSON path and the value that was found."""
+def problems_from_validation(
+    file: str, error: ValidationError, prefix: str = "", echo: bool = True
+) -> list[Problem]:
+    """One problem per Pydantic error, with the JSON path and the value that was found
+    (unless `echo` is False: a file named by reference may not be the file meant, and its
+    contents must not be printed)."""
     problems = []
     for issue in error.errors():
         message = issue["msg"]
-        if issue["type"] not in {"missing", "value_error", "assertion_error"} and "input" in issue:
+        if not echo and "input" in issue and issue["type"] not in {"missing"}:
+            message = f"{message}; found a {type(issue['input']).__name__}"
+        elif issue["type"] not in {"missing", "value_error", "assertion_error"} and "input" in issue:
             message = f"{message}; found {found(issue['input'])}"
         elif issue["type"] == "missing":
             message = "required field is missing"

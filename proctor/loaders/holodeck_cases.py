@@ -20,6 +20,7 @@ from proctor.env import expand_env
 from proctor.files import URL_SCHEMES, leaves_roots
 from proctor.loaders.errors import Problem, found, problems_from_validation
 from proctor.loaders.holodeck_keys import EXPECTED_TOOL_KEYS, METRIC_KEYS, TURN_KEYS, unknown_keys
+from proctor.loaders.metric_specs import require_text
 from proctor.loaders.references import resolve_relative_target
 from proctor.metrics.expected_tools import validate_matcher
 from proctor.models.agentflow import ToolCall
@@ -77,6 +78,7 @@ def metric_from_typed(
 ) -> EvaluationMetric | None:
     """One HoloDeck metric entry as an `EvaluationMetric`; None (with a warning) if unsupported."""
     entry = dict(raw)
+    require_text(entry, ("type", "metric", "name", "label", "metric_type"))
     kind = entry.get("type")
     if kind in METRIC_KEYS and set(entry) - METRIC_KEYS[kind]:
         unknown = ", ".join(sorted(set(entry) - METRIC_KEYS[kind]))

@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
 from proctor.loaders.errors import Problem
 from proctor.metrics.registry import REGISTRY, MetricConfigError
 from proctor.metrics.response_path import is_valid_path
 from proctor.models.agentflow import CriterionConfig, EvalConfig
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import EvaluationMetric, LLMProvider
+
+TEXT_FIELDS = {"metric": "a metric name (a string)"}
+
+
+def require_text(entry: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Refuse a metric entry whose names are not strings (`metric: [bleu]`, a geval `name: 5`)
+    as a validation error naming the field, before the value is looked up or hashed."""
+    details = [
+        InitErrorDetails(
+            type=PydanticCustomError(
+                "wrong_type", "expected {what}", {"what": TEXT_FIELDS.get(key, "a string")}
+            ),
+            loc=(key,),
+            input=entry[key],
+        )
+        for key in fields
+        if key in entry and not isinstance(entry[key], str)
+    ]
+    if details:
+        raise ValidationError.from_exception_data("metric", details)
 
 
 def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:

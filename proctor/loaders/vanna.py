@@ -12,6 +12,7 @@ from proctor.loaders.checks import agent_problems, duplicate_ids, long_ids
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
 from proctor.loaders.metric_specs import (
     check_spec,
+    require_text,
     spec_from_evaluation_metric,
 )
 from proctor.models.agentflow import SessionInput
@@ -40,6 +41,7 @@ def _vanna_evaluators(
         elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
             arguments = {key: value for key, value in entry.items() if key != "name"}
             try:
+                require_text(arguments, ("label",))
                 metric = EvaluationMetric.model_validate({"metric": entry["name"], **arguments})
             except ValidationError as error:
                 problems += problems_from_validation(str(path), error, location)

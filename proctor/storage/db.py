@@ -14,10 +14,11 @@ from typing import Any
 import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel, create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
+from proctor.storage.opening import create_schema, explain, parse_database_url
 
 DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
 DEFAULT_DATABASE_PATH = Path(".proctor") / "proctor.db"
@@ -107,7 +108,7 @@ def get_engine(url: str | None = None) -> Engine:
         engine = _engines.get(url)
         if engine is not None:
             return engine
-        parsed = make_url(url)
+        parsed = parse_database_url(url)
         if parsed.get_backend_name() == "sqlite":
             database = parsed.database
             if database and database != ":memory:":
@@ -119,11 +120,14 @@ def get_engine(url: str | None = None) -> Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, **JSON_CODEC)
         try:
-            SQLModel.metadata.create_all(engine)
+            create_schema(engine)
+            add_missing_columns(engine)
         except OperationalError as error:
             engine.dispose()
             raise DatabaseUnavailable(url, error) from None
-        add_missing_columns(engine)
+        except SQLAlchemyError as error:
+            engine.dispose()
+            raise explain(url, error) from None
         _engines[url] = engine
         return engine
 

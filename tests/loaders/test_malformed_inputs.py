@@ -567,6 +567,69 @@ CORPUS: dict[str, Bad] = {
         {"agent.yaml": metrics("[{type: standard, metric: coherence, threshold: 6, scale: 5}]")},
         "agent.yaml: evaluations.metrics[0].threshold: expected a threshold between 0 and 5, got 6",
     ),
+    # -- metadata.eval_config obeys the folder rules attached files obey (issue 14, item 9) --
+    "eval_config path leaves the folder": Bad(
+        {"s.evalset.json": metadata(eval_config="../../../../../../etc/passwd")},
+        "s.evalset.json: metadata.eval_config: ../../../../../../etc/passwd leaves the suite folder",
+        run=True,
+    ),
+    "eval_config absolute path": Bad(
+        {"s.evalset.json": metadata(eval_config="/etc/passwd")},
+        "s.evalset.json: metadata.eval_config: /etc/passwd leaves the suite folder",
+    ),
+    # -- wrong types in metric settings, in every format (issue 14, item 11) ---------------
+    "holodeck standard metric a list": Bad(
+        {"agent.yaml": metrics("[{type: standard, metric: [bleu]}]")},
+        "agent.yaml: evaluations.metrics[0].metric: expected a metric name (a string); found ['bleu']",
+        run=True,
+    ),
+    "holodeck geval name a number": Bad(
+        {"agent.yaml": metrics("[{type: geval, name: 5, criteria: c}]")},
+        "agent.yaml: evaluations.metrics[0].name: expected a string; found 5",
+    ),
+    "holodeck code name a list": Bad(
+        {"agent.yaml": metrics("[{type: code, name: [a], grader: g.py:grade}]")},
+        "agent.yaml: evaluations.metrics[0].name: expected a string; found ['a']",
+    ),
+    "holodeck rag metric_type a list": Bad(
+        {"agent.yaml": metrics("[{type: rag, metric_type: [faithfulness]}]")},
+        "agent.yaml: evaluations.metrics[0].metric_type: expected a string; found ['faithfulness']",
+    ),
+    "holodeck metric type a mapping": Bad(
+        {"agent.yaml": metrics("[{type: {a: 1}, metric: bleu}]")},
+        "agent.yaml: evaluations.metrics[0].type: expected a string; found {'a': 1}",
+    ),
+    "holodeck untyped label a number": Bad(
+        {"agent.yaml": metrics("[{metric: bleu, label: 5}]")},
+        "agent.yaml: evaluations.metrics[0].label: expected a string; found 5",
+    ),
+    "holodeck metric args a list": Bad(
+        {"agent.yaml": metrics("[{metric: bleu, args: [1, 2]}]")},
+        "agent.yaml: evaluations.metrics[0]: metric 'bleu': args: Extra inputs are not permitted",
+    ),
+    "holodeck turn metric a list": Bad(
+        {
+            "agent.yaml": "name: s\ntest_cases:\n  - name: c1\n    turns:\n      - input: q\n"
+            "        evaluations: [{type: standard, metric: [bleu]}]\n"
+        },
+        "agent.yaml: test_cases[0].turns[0].evaluations[0].metric: expected a metric name (a string)",
+    ),
+    "agentflow criterion args a list": Bad(
+        {"s.evalset.json": criteria({"response_match_score": {"threshold": 0.5, "args": [1, 2]}})},
+        "s.evalset.json: metadata.eval_config.criteria.response_match_score: metric 'response_match_score': args: Extra inputs are not permitted",
+    ),
+    "agentflow criterion metric a list": Bad(
+        {"s.evalset.json": criteria({"response_match_score": {"threshold": 0.5, "metric": ["bleu"]}})},
+        "metric 'response_match_score': metric: Extra inputs are not permitted",
+    ),
+    "vanna evaluator label a number": Bad(
+        {"v.dataset.json": vanna(evaluators=[{"name": "bleu", "label": 5}])},
+        "v.dataset.json: dataset.evaluators[0].label: expected a string; found 5",
+    ),
+    "vanna evaluator name a list": Bad(
+        {"v.dataset.json": vanna(evaluators=[{"name": ["bleu"]}])},
+        "v.dataset.json: dataset.evaluators[0]: expected an evaluator name or {name: ..., arguments}; found {'name': ['bleu']}",
+    ),
     "holodeck negative retries": Bad(
         {"agent.yaml": metrics("[{metric: bleu, retry_on_failure: -1}]")},
         "agent.yaml: evaluations.metrics[0].retry_on_failure: Input should be greater than or equal to 1",
@@ -983,3 +1046,17 @@ def test_run_refuses_each_malformed_input_before_it_starts(
     _assert_one_clear_error(bad, code, out, err)
     assert not reports.exists()  # nothing ran
     assert "sk-literal-key" not in out + err
+
+
+@pytest.mark.parametrize(
+    "content", ["TOPSECRET-7f3a: not json at all", '"TOPSECRET-7f3a"', "[1, 'TOPSECRET-7f3a']"]
+)
+def test_an_eval_config_error_never_echoes_the_files_contents(content: str, tmp_path: Path, capsys) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "notes.json").write_text(content)
+    suite = tmp_path / "s.evalset.json"
+    suite.write_text(metadata(eval_config="notes.json"))
+    code = main(["validate", str(suite)])
+    out, err = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT, out + err
+    assert "notes.json" in err and "TOPSECRET" not in out + err, err

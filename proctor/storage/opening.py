@@ -1,0 +1,160 @@
+"""Opening the results database: a URL that can never work is one clear line before anything
+runs, an unreachable or read-only database is named (never with its password), and a fresh
+database's schema is created once even when several Proctor processes start together.
+
+Kept apart from `db.py` so the engine cache stays small; `get_engine` calls in here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlmodel import SQLModel
+
+# Any constant works: it only has to be the same in every Proctor process. ("proctor" in ASCII)
+SCHEMA_LOCK_KEY = 0x70726F63746F72
+
+
+class DatabaseProblem(Exception):
+    """The results database cannot be used: one line naming it (no password) and what was expected.
+
+    `bad_input` is True when the URL or file can never work as given (exit 2), False when the
+    database may work later (unreachable; exit 3)."""
+
+    def __init__(self, message: str, bad_input: bool = True) -> None:
+        self.bad_input = bad_input
+        super().__init__(message)
+
+
+def _shown(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # unparsable: hide whatever sits between user: and @
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def parse_database_url(url: str) -> URL:
+    """The URL parsed, its driver importable and, for SQLite, its folder usable."""
+    try:
+        parsed = make_url(url)
+        parsed.port  # noqa: B018 - SQLAlchemy parses the port lazily; a bad one raises here
+    except ArgumentError:
+        raise DatabaseProblem(
+            f"results database {_shown(url)}: expected a SQLAlchemy URL such as sqlite:///results.db "
+            "or postgresql://user@host:5432/name (--db or PROCTOR_DATABASE_URL)"
+        ) from None
+    except ValueError:
+        raise DatabaseProblem(
+            f"results database {_shown(url)}: expected a port number after the host"
+        ) from None
+    try:
+        parsed.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        raise DatabaseProblem(
+            f"results database {_shown(url)}: unknown database kind {parsed.drivername!r}; "
+            "expected sqlite or postgresql"
+        ) from None
+    except ImportError as error:
+        raise DatabaseProblem(
+            f"results database {_shown(url)}: the driver for {parsed.get_backend_name()} is not installed "
+            f"({error.name or error}); install it, or use sqlite or postgresql (psycopg ships with Proctor)"
+        ) from None
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_folder(url, parsed)
+    return parsed
+
+
+def _sqlite_file(parsed: URL) -> Path | None:
+    database = parsed.database
+    if not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):  # a SQLite URI (?uri=true)
+        database = database[len("file:") :]
+    return Path(database)
+
+
+def _check_sqlite_folder(url: str, parsed: URL) -> None:
+    path = _sqlite_file(parsed)
+    if path is None:
+        return
+    for parent in [path.parent, *path.parent.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise DatabaseProblem(f"results database {path}: {parent} is a file, expected a folder")
+            break
+    if path.is_dir():
+        raise DatabaseProblem(f"results database {path}: is a folder, expected a SQLite file")
+
+
+def check_writable(url: str) -> None:
+    """Before a run: a SQLite file (or folder) Proctor cannot write is named now, not after the
+    agent has been called."""
+    parsed = parse_database_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return
+    path = _sqlite_file(parsed)
+    if path is None:
+        return
+    read_only_uri = parsed.query.get("mode") == "ro" or "mode=ro" in (parsed.database or "")
+    existing = path if path.exists() else next((p for p in path.parents if p.exists()), None)
+    if read_only_uri or (existing is not None and not os.access(existing, os.W_OK)):
+        raise DatabaseProblem(
+            f"results database {path} is read-only; expected a file Proctor can write "
+            "(check its permissions or mode=ro, or point --db elsewhere)"
+        )
+
+
+def explain(url: str, error: BaseException) -> DatabaseProblem:
+    """A driver's error as one line naming the database (no password, no SQL)."""
+    reason = str(getattr(error, "orig", None) or error).split("[SQL:")[0]
+    reason = " ".join(" ".join(reason.split("(Background on this error")[0].split()).split())[:300]
+    if "readonly database" in reason:
+        return DatabaseProblem(f"results database {_shown(url)} is read-only: {reason}")
+    return DatabaseProblem(
+        f"results database {_shown(url)} cannot be opened: {reason}; check that the server runs and "
+        "the URL (--db or PROCTOR_DATABASE_URL) is right",
+        bad_input=False,
+    )
+
+
+def create_schema(engine: Engine) -> None:
+    """Create the tables once. On PostgreSQL a transaction-scoped advisory lock makes concurrent
+    first starts wait for each other (CREATE TABLE IF NOT EXISTS alone races on the catalog);
+    anything already there is left alone."""
+    if engine.dialect.name != "postgresql":
+        SQLModel.metadata.create_all(engine)
+        return
+    from sqlalchemy import text
+
+    with engine.begin() as connection:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        SQLModel.metadata.create_all(connection)
+
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """What the command line turns into one line about the results database."""
+    from proctor.storage.db import DatabaseUnavailable
+
+    return (DatabaseProblem, DatabaseUnavailable, SQLAlchemyError)
+
+
+def password_by_reference(url: str | None) -> str | None:
+    """A database URL fit for Prefect's flow-run parameters (stored by its API, shown in its UI):
+    a URL carrying a password is moved into this process's `PROCTOR_DATABASE_URL`, which the run
+    reads when its `database_url` is None, and None is returned in its place."""
+    from proctor.storage.db import DATABASE_URL_ENV
+
+    if not url:
+        return url
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        return url  # refused later, with its password hidden
+    if not password:
+        return url
+    os.environ[DATABASE_URL_ENV] = url
+    return None
