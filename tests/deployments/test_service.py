@@ -209,7 +209,10 @@ def test_two_workers_share_the_pool_and_one_postgresql_database(
     assert [(run.state.type.value, run.state.name) for run in flow_runs] == [("FAILED", "Failed cases")] * 4
     ids = {str(run.id) for run in flow_runs}
     logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
-    taken = [{flow_run_id for flow_run_id in ids if flow_run_id in log} for log in logs]
+    # A worker's log names each flow run it ran, by id or by its name ('horned-dragon').
+    taken = [
+        {str(run.id) for run in flow_runs if str(run.id) in log or f"'{run.name}'" in log} for log in logs
+    ]
     assert all(taken) and taken[0] | taken[1] == ids, [log[-3000:] for log in logs]  # each worker ran some
     with Session(get_engine(postgres_url)) as session:
         runs = session.exec(select(EvalRun).where(col(EvalRun.flow_run_id).in_(ids))).all()

@@ -9,6 +9,7 @@ import json
 import re
 import uuid
 import xml.etree.ElementTree as ET
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -227,7 +228,13 @@ def test_markdown_shows_control_characters_as_symbols() -> None:
 
 
 def test_junit_xml_stays_well_formed_with_control_characters() -> None:
-    run = SimpleNamespace(suite_name="s", suite_id="s", started_at="t", id="r", duration_ms=1)
+    run = SimpleNamespace(
+        suite_name="s",
+        suite_id="s",
+        started_at=datetime(2026, 11, 23, 8, 35, 56, 884124),
+        id="r",
+        duration_ms=1,
+    )
     row = SimpleNamespace(
         case_name=None,
         case_id="ansi\x1b[31m",
