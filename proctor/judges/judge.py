@@ -215,19 +215,23 @@ class Judge:
             else:
                 _record(usage, cached)
                 return verdict
+        reply = await self._complete(messages, temperature)
+        _record(usage, reply)
+        verdict = _verdict(reply, schema, check)
+        if self.cache is not None:
+            await self.cache.put(key, reply)
+        return verdict
+
+    async def _complete(self, messages: list[dict[str, Any]], temperature: float | None) -> Any:
+        """One call to the judge model, inside the model-call slot when a limit is set."""
         async with self.gate() if self.gate else contextlib.nullcontext():
-            reply = await self.client.complete(
+            return await self.client.complete(
                 model=self.model,
                 messages=messages,
                 temperature=temperature,
                 timeout_s=self.timeout_s,
                 max_tokens=self.max_tokens,
             )
-        _record(usage, reply)
-        verdict = _verdict(reply, schema, check)
-        if self.cache is not None:
-            await self.cache.put(key, reply)
-        return verdict
 
     async def ask_text(
         self,
@@ -252,14 +256,7 @@ class Judge:
         if cached is not None and (parsed := parse(cached.text)) is not None:
             _record(usage, cached)
             return parsed, cached.text
-        async with self.gate() if self.gate else contextlib.nullcontext():
-            reply = await self.client.complete(
-                model=self.model,
-                messages=messages,
-                temperature=temperature,
-                timeout_s=self.timeout_s,
-                max_tokens=self.max_tokens,
-            )
+        reply = await self._complete(messages, temperature)
         _record(usage, reply)
         parsed = parse(reply.text)
         if parsed is not None and self.cache is not None:
