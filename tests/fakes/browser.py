@@ -108,7 +108,7 @@ class Browser:
             raise RuntimeError(details.get("exception", {}).get("description") or json.dumps(details))
         return answer["result"].get("value")
 
-    def wait_for(self, expression: str, *, timeout: float = 60, what: str | None = None) -> Any:
+    def wait_for(self, expression: str, *, timeout: float = 180, what: str | None = None) -> Any:
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(RuntimeError):
