@@ -28,6 +28,7 @@ from proctor.runtime import RunSettings, runtime_for
 from proctor.steps import (
     close_run,
     compare_with_baseline,
+    log_notification,
     notify_unfinished,
     render_reports,
     send_notification,
@@ -95,12 +96,7 @@ class LocalSteps:
             regression=regression,
             report_root=Path(report_root),
         )
-        if result.status in ("failed", "partial"):
-            log.error(
-                "Slack notification %s: %s (results and reports are stored)", result.status, result.error
-            )
-        else:
-            log.info("Slack notification %s", result.status)
+        log_notification(log, result)
         return result
 
     async def write_comparison(self, database_url: str, run_ids: list[uuid.UUID], directory: str) -> Any:
@@ -118,8 +114,7 @@ async def evaluate_in_process(request: EvaluationRequest) -> RunSummary:
         log.error("the run did not complete: %s", error)
         if request.slack is not None and not getattr(error, "notified", False):
             result = await asyncio.to_thread(notify_unfinished, request, str(error), None)
-            if result.status in ("failed", "partial"):
-                log.error("Slack notification of the failed run %s too: %s", result.status, result.error)
+            log_notification(log, result, unfinished=True)
         raise
 
 

@@ -182,3 +182,14 @@ def notify_unfinished(request: EvaluationRequest, reason: str, flow_run_id: str 
         flow_run_link=flow_run_link(flow_run_id),
     )
     return notify_slack(request.slack, digest)
+
+
+def log_notification(logger: Any, result: NotificationResult, *, unfinished: bool = False) -> None:
+    """Say in the run's log (the flow run's, or the terminal's) how Slack answered: an error
+    when it failed, since the results are stored and only the message is missing."""
+    what = "Slack notification of the failed run" if unfinished else "Slack notification"
+    if result.status in ("failed", "partial"):
+        tail = " too" if unfinished else " (results and reports are stored)"
+        logger.error("%s %s%s: %s", what, result.status, tail, result.error)
+    else:
+        logger.info("%s: %s", what, result.status)

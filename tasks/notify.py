@@ -20,6 +20,7 @@ from proctor.regression import DEFAULT_SIGNIFICANCE, Regression
 from proctor.steps import (
     compare_with_baseline,
     flow_run_link,
+    log_notification,
     notify_unfinished,
     report_link,
     send_notification,
@@ -70,13 +71,7 @@ async def notify_task(
         regression=regression,
         report_root=Path(report_root),
     )
-    logger = get_run_logger()
-    if result.status in ("failed", "partial"):
-        logger.error(
-            "Slack notification %s: %s (results and reports are stored)", result.status, result.error
-        )
-    else:
-        logger.info("Slack notification %s", result.status)
+    log_notification(get_run_logger(), result)
     return result
 
 
@@ -90,9 +85,5 @@ async def notify_unfinished_task(request: EvaluationRequest, reason: str) -> Not
     result = await asyncio.to_thread(
         notify_unfinished, request, reason, str(flow_run.id) if flow_run.id else None
     )
-    logger = get_run_logger()
-    if result.status in ("failed", "partial"):
-        logger.error("Slack notification of the failed run %s too: %s", result.status, result.error)
-    else:
-        logger.info("Slack notification of the failed run: %s", result.status)
+    log_notification(get_run_logger(), result, unfinished=True)
     return result
