@@ -15,9 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class User(BaseModel):
-    """The user on whose behalf the agent answers."""
+    """The user on whose behalf the agent answers.
 
-    id: str = "eval-user"
+    Vanna's `User` keeps unknown fields (`extra="allow"`), but its dataset files never reach
+    them: the loader reads only `user_id`, `username`, `email` and `user_groups`. A misspelt
+    field here would silently change whose permissions a case tests, so it is an error.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = "test_user"
+    username: str | None = None
     email: str | None = None
     group_memberships: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -84,11 +84,19 @@ def load_vanna(path: Path, document: Any) -> Suite:
         else {"test_cases": document}
     )
     prefix = f"{where}test_cases"
+    problems: list[Problem] = []
+    if wrapped:  # Vanna reads only `dataset`; a key beside it is a mistake, not data
+        problems += [
+            Problem(str(path), str(key), "unknown field beside dataset; expected only dataset")
+            for key in document
+            if key != "dataset"
+        ]
     if not isinstance(body, dict):
         raise SuiteError(
             [Problem(str(path), "dataset", "expected a mapping with name, evaluators and test_cases")]
         )
-    evaluators, problems = _vanna_evaluators(path, body, prefix)
+    evaluators, evaluator_problems = _vanna_evaluators(path, body, prefix)
+    problems += evaluator_problems
     problems += [
         Problem(str(path), f"{where}{key}", f"unknown field; expected one of {', '.join(VANNA_FIELDS)}")
         for key in body
@@ -110,9 +118,12 @@ def load_vanna(path: Path, document: Any) -> Suite:
     cases: list[Case] = []
     for index, raw in enumerate(raw_cases):
         try:
-            test_case = TestCase.model_validate(raw)
+            test_case = TestCase.model_validate(with_vanna_user(raw))
         except ValidationError as error:
             problems += problems_from_validation(str(path), error, f"{prefix}[{index}]")
+            continue
+        except ValueError as error:  # the user given twice
+            problems.append(Problem(str(path), f"{prefix}[{index}]", str(error)))
             continue
         cases.append(case_from_vanna(test_case, evaluators))
     if not body.get("test_cases"):
@@ -137,6 +148,32 @@ def load_vanna(path: Path, document: Any) -> Suite:
 
 
 VANNA_DEFAULT_EVALUATORS = ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator")
+
+
+VANNA_USER_FIELDS = ("user_id", "username", "email", "user_groups")
+"""Vanna's dataset files give the user as flat fields of the test case (`EvaluationDataset.
+_parse_test_case`); Proctor's own form is a `user:` mapping. Either is read, never both."""
+
+
+def with_vanna_user(raw: Any) -> Any:
+    """The test case with Vanna's flat user fields gathered into `user`, with the defaults
+    Vanna's loader gives: id `test_user`, username the id, email `<id>@example.com`."""
+    if not isinstance(raw, dict):
+        return raw
+    flat = {key: raw[key] for key in VANNA_USER_FIELDS if key in raw}
+    if not flat:
+        return raw
+    if "user" in raw:
+        raise ValueError(f"give the user either as user: or as {', '.join(flat)}, not both")
+    user_id = flat.get("user_id", "test_user")
+    user = {
+        "id": user_id,
+        "username": flat.get("username", user_id),
+        "email": flat.get("email", f"{user_id}@example.com"),
+        "group_memberships": flat.get("user_groups", []),
+    }
+    rest = {key: value for key, value in raw.items() if key not in VANNA_USER_FIELDS}
+    return {**rest, "user": user}
 
 
 def case_from_vanna(test_case: TestCase, evaluators: list[MetricSpec]) -> Case:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.loaders import load_suite
+from proctor.loaders import SuiteError, load_suite
 from proctor.loaders.agentflow import cases_from_evalset
 from proctor.loaders.holodeck import case_from_test_case_model
 from proctor.loaders.vanna import VANNA_DEFAULT_EVALUATORS, case_from_vanna
@@ -324,3 +324,84 @@ dataset:
 def test_vanna_conversation_id_becomes_the_session_thread(tmp_path: Path) -> None:
     path = write(tmp_path, "d.json", [{"id": "a", "message": "hi", "conversation_id": "conv-7"}])
     assert load_suite(path).cases[0].session.thread_id == "conv-7"
+
+
+# Written as Vanna's own `EvaluationDataset.save_json` writes it (vanna-ai/vanna,
+# src/vanna/core/evaluation/dataset.py `_to_dict`): the user as flat fields of the case.
+VANNA_SAVED = {
+    "dataset": {
+        "name": "sql",
+        "description": "saved by Vanna",
+        "test_cases": [
+            {
+                "id": "revenue",
+                "user_id": "alice",
+                "username": "alice.w",
+                "email": "alice@corp.example",
+                "user_groups": ["analysts"],
+                "message": "Revenue last month?",
+                "conversation_id": "c-1",
+                "expected_outcome": {"tools_called": ["run_sql"]},
+                "metadata": {"area": "finance"},
+            },
+            {"id": "bare", "user_id": "bob", "message": "Hello"},
+        ],
+    }
+}
+
+
+def test_a_dataset_saved_by_vanna_keeps_each_cases_user(tmp_path: Path) -> None:
+    revenue, bare = load_suite(write(tmp_path, "sql.dataset.json", VANNA_SAVED)).cases
+    assert revenue.metadata["user"] == {
+        "id": "alice",
+        "username": "alice.w",
+        "email": "alice@corp.example",
+        "group_memberships": ["analysts"],
+        "metadata": {},
+    }
+    # Vanna's loader defaults: the username is the id, the email <id>@example.com
+    assert bare.metadata["user"] == {
+        "id": "bob",
+        "username": "bob",
+        "email": "bob@example.com",
+        "group_memberships": [],
+        "metadata": {},
+    }
+
+
+def test_a_case_without_a_user_is_vannas_test_user(tmp_path: Path) -> None:
+    case = load_suite(write(tmp_path, "d.json", [{"id": "a", "message": "hi"}])).cases[0]
+    assert case.metadata["user"]["id"] == "test_user"
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "says"),
+    [
+        (
+            [{"id": "a", "message": "hi", "user_id": "x", "user": {"id": "y"}}],
+            "test_cases[0]",
+            "not both",
+        ),
+        ([{"id": "a", "message": "hi", "user": {"id": "y", "groups": ["x"]}}], "groups", "Extra inputs"),
+        ([{"id": "a", "message": "hi", "expected_outcme": {}}], "expected_outcme", "Extra inputs"),
+        (
+            [{"id": "a", "message": "hi", "expected_outcome": {"tool_called": ["x"]}}],
+            "tool_called",
+            "Extra inputs",
+        ),
+        (
+            {"dataset": {"test_cases": [{"id": "a", "message": "hi"}]}, "evaluators": []},
+            "evaluators",
+            "beside",
+        ),
+        ({"name": "d", "cases": [{"id": "a", "message": "hi"}]}, "cases", "unknown field"),
+    ],
+)
+def test_an_unknown_or_doubled_vanna_field_is_an_error(
+    tmp_path: Path, document: object, field: str, says: str
+) -> None:
+    with pytest.raises(SuiteError) as raised:
+        load_suite(write(tmp_path, "d.dataset.json", document))
+    assert any(field in problem.location and says in problem.message for problem in raised.value.problems), (
+        raised.value.problems
+    )
