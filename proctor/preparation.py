@@ -6,16 +6,19 @@ call the same checks, so a request that passes one passes the others.
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
 from proctor.agents import AgentLoadError, load_target
 from proctor.judges import CredentialError, resolve_api_key
+from proctor.judges.credentials import resolve_reference
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.loaders.references import resolve_relative_target
 from proctor.metrics import REGISTRY
 from proctor.models.case import Case, Suite
+from proctor.models.notify import NotifyPolicy
 from proctor.models.request import EvaluationRequest
 
 DEFAULT_REPORT_ROOT = Path(".proctor") / "reports"
@@ -75,6 +78,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     if request.model_call_limit:
         check_concurrency_limit(suite, request.model_call_limit)
     check_judge_credentials(suite, cases)
+    check_run_settings(request, suite)
     from proctor.storage.rows import STORED_FILE_CHARS_VARIABLE, stored_file_chars
 
     try:
@@ -146,15 +150,47 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
             if id(spec) in seen or not spec.enabled or REGISTRY.get(spec.name).kind != "llm":
                 continue
             seen.add(id(spec))
-            if spec.model is not None and (spec.model.api_key or "").startswith("secret:"):
-                continue  # a Prefect Secret block is read when the flow runs
-            try:
+            try:  # a Prefect Secret block is read now too: a missing one fails no case later
                 resolve_api_key(spec.model)
             except CredentialError as error:
                 problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
     if problems:
         unique = {str(problem): problem for problem in problems}
         raise SuiteError(list(unique.values()))
+
+
+def check_run_settings(request: EvaluationRequest, suite: Suite) -> None:
+    """Settings that would fail only after every case ran: where reports go and the Slack
+    secret. Found now, so a nightly run does not spend its budget to lose its summary."""
+    problems = []
+    if request.report_dir:
+        problem = report_dir_problem(Path(request.report_dir))
+        if problem:
+            problems.append(Problem(suite.path, "report_dir (--output)", problem))
+    slack = request.slack
+    if slack is not None and slack.notify != NotifyPolicy.NEVER:
+        field, reference = ("token", slack.token) if slack.channel else ("webhook_url", slack.webhook_url)
+        try:
+            resolve_reference(reference or "", field=f"slack.{field}")
+        except CredentialError as error:
+            needs = "a bot token to post to a channel" if slack.channel else "an incoming webhook URL"
+            problems.append(Problem(suite.path, f"slack.{field}", f"Slack needs {needs}: {error}"))
+    if problems:
+        raise SuiteError(problems)
+
+
+def report_dir_problem(folder: Path) -> str | None:
+    """Why reports could not be written under `folder`, or None: the nearest part of the path
+    that exists must be a folder Proctor may write in."""
+    for existing in (folder, *folder.parents):
+        if not existing.exists():
+            continue
+        if not existing.is_dir():
+            return f"{existing} is a file; expected a folder for the reports (or a path to create one)"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"{existing} is not writable; expected a folder Proctor may write reports in"
+        return None
+    return None
 
 
 def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:

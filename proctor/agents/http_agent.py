@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from jinja2 import TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
 from proctor.env import ENV_REFERENCE, expand_env
@@ -37,7 +38,16 @@ class ResponsePaths(BaseModel):
     usage: str | None = None
 
 
+TEMPLATE_VARIABLES = (
+    "input", "thread_id", "case_id", "turn_id", "history", "files", "config", "state", "metadata"
+)  # fmt: skip
+"""What a request template may use: anything else would render as an empty string on every call."""
+
+
 class HttpAgentConfig(BaseModel):
+    """Checked when it is loaded (`validate` and the start of `run`), not at the first call:
+    a bad template or URL would otherwise fail every case of a run, after it started."""
+
     model_config = ConfigDict(extra="forbid")
 
     url: str
@@ -47,6 +57,53 @@ class HttpAgentConfig(BaseModel):
     )
     response: ResponsePaths = Field(default_factory=ResponsePaths)
     timeout_s: float = Field(default=60.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL as error:
+            raise ValueError(f"{url!r} is not a URL ({error})") from None
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"expected an http:// or https:// URL with a host; got {url!r}")
+        return url
+
+    @field_validator("request")
+    @classmethod
+    def _templates_render(cls, request: dict[str, Any]) -> dict[str, Any]:
+        for where, template in _template_strings(request, "request"):
+            try:
+                names = meta.find_undeclared_variables(_templates.parse(template))
+            except TemplateSyntaxError as error:
+                raise ValueError(f"{where}: the template {template!r} does not parse: {error}") from None
+            unknown = sorted(names - set(TEMPLATE_VARIABLES))
+            if unknown:
+                raise ValueError(
+                    f"{where}: the template {template!r} uses {', '.join(unknown)}; "
+                    f"expected only {', '.join(TEMPLATE_VARIABLES)}"
+                )
+        return request
+
+    @field_validator("headers")
+    @classmethod
+    def _header_variables_set(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            unset = [variable for variable in ENV_REFERENCE.findall(value) if not os.environ.get(variable)]
+            if unset:
+                raise ValueError(f"header {name!r} names {', '.join(unset)}, not set in the environment")
+        return headers
+
+
+def _template_strings(template: Any, where: str) -> list[tuple[str, str]]:
+    """Every text in a request template, with where it sits (`request.session.id`)."""
+    if isinstance(template, dict):
+        children = [(f"{where}.{key}", value) for key, value in template.items()]
+        return [pair for place, value in children for pair in _template_strings(value, place)]
+    if isinstance(template, list):
+        items = [(f"{where}[{index}]", value) for index, value in enumerate(template)]
+        return [pair for place, value in items for pair in _template_strings(value, place)]
+    return [(where, template)] if isinstance(template, str) else []
 
 
 class HttpAgentError(RuntimeError):
@@ -96,7 +153,7 @@ class HttpAgent:
             "config": request.config,
             "state": request.state,
             "metadata": request.metadata,
-        }
+        }  # TEMPLATE_VARIABLES
         headers = {name: expand_env(value, _missing) for name, value in self.config.headers.items()}
         secrets = [
             os.environ.get(variable)

@@ -199,3 +199,33 @@ def test_an_http_agent_that_times_out_says_so(http_agent, tmp_path: Path) -> Non
     )
     with pytest.raises(Exception, match=r"ReadTimeout: no answer within 0.3 s$"):
         _invoke(f"http:{tmp_path / 'impatient.yaml'}", _request("slow"))
+
+
+@pytest.mark.parametrize(
+    ("config", "error"),
+    [
+        ("url: 127.0.0.1:8000/chat\n", r"url: .*expected an http:// or https:// URL with a host"),
+        ("url: ftp://example.org/chat\n", r"expected an http:// or https:// URL"),
+        ("url: 'http://[::1'\n", r"url: .*is not a URL"),
+        (
+            "url: http://127.0.0.1:9/chat\nrequest: {message: '{{ inptu }}'}\n",
+            r"request.message: the template '\{\{ inptu \}\}' uses inptu; expected only input, thread_id",
+        ),
+        (
+            "url: http://127.0.0.1:9/chat\nrequest: {session: {id: ['{{ thread_id }']}}\n",
+            r"request.session.id\[0\]: the template .* does not parse",
+        ),
+        (
+            "url: http://127.0.0.1:9/chat\nheaders: {Authorization: 'Bearer ${PROCTOR_UNSET_TOKEN}'}\n",
+            r"header 'Authorization' names PROCTOR_UNSET_TOKEN, not set in the environment",
+        ),
+    ],
+)
+def test_an_http_agent_config_that_could_never_work_is_refused_when_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, error: str
+) -> None:
+    """Found by `validate` and before `run` starts, not by every case failing after it did."""
+    monkeypatch.delenv("PROCTOR_UNSET_TOKEN", raising=False)
+    (tmp_path / "endpoint.yaml").write_text(config)
+    with pytest.raises(AgentLoadError, match=error):
+        load_target(f"http:{tmp_path / 'endpoint.yaml'}")

@@ -320,32 +320,22 @@ def test_slack_down_loses_nothing_and_the_run_records_it(
 
 
 # -- 9: the report disk -----------------------------------------------------------------------
-def _unwritable_folder(tmp_path: Path) -> Path:
-    """A report folder that cannot be created, for any user.
+def _folder_that_fails_mid_run(tmp_path: Path) -> Path:
+    """A report folder that is fine when the run starts (so the check before the run passes)
+    and refuses the reports at the end, as a disk that filled up during the run would.
 
-    A parent chmod'ed 0o555 is the obvious read-only disk, but root (as these tests run in
-    CI containers) writes through it, CAP_DAC_OVERRIDE ignoring the mode, and a read-only
-    bind mount needs privileges a test should not take. So when a probe write succeeds, the
-    folder goes below a regular FILE instead: mkdir then fails with ENOTDIR for root too.
-    """
-    disk = tmp_path / "read-only-disk"
-    disk.mkdir()
-    disk.chmod(0o555)
-    try:
-        (disk / "probe").touch()
-    except PermissionError:
-        return disk / "reports"  # an ordinary user: the mode is enough
-    (disk / "probe").unlink()
-    disk.chmod(0o755)
-    blocker = disk / "not-a-folder"
-    blocker.write_text("a regular file where the report folder's parent should be")
-    return blocker / "reports"
+    A folder named like the report's temporary file stands in the way: opening it for
+    writing fails with EISDIR for any user, root included (a read-only mode would not stop
+    root, as these tests run in CI containers)."""
+    output = tmp_path / "reports"
+    (output / "report.json.tmp").mkdir(parents=True)
+    return output
 
 
 def test_an_unwritable_report_folder_keeps_results_and_says_so(
     tmp_path: Path, sqlite_url: str, judge: FakeOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    output = _unwritable_folder(tmp_path)
+    output = _folder_that_fails_mid_run(tmp_path)
     request = _request(tmp_path, sqlite_url, "good")
     argv = ["run", request["suite"], "--agent", request["agent"], "--db", sqlite_url]
     code = main([*argv, "--output", str(output), "--no-progress"])
@@ -361,7 +351,7 @@ def test_an_unwritable_report_folder_keeps_results_and_says_so(
     assert db.run.status == "completed"  # the evaluation finished; its reports did not
     assert db.run.error.startswith(f"reports could not be written to {output}"), db.run.error
     assert db.run.report_dir is None
-    assert not output.exists()
+    assert not (output / "report.md").exists() and not (output / "report.md.tmp").exists()
     state = _flow_run_state(db.run.flow_run_id)
     assert state.is_failed() and f"reports could not be written to {output}" in (state.message or "")
 
