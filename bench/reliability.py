@@ -12,7 +12,11 @@ metric), on SQLite and, with --postgres, PostgreSQL, the way a run does:
 then counts, from the database, the cases stored with a final state exactly once. A result
 is lost when a case the writer was given is missing, stored twice or left unfinished.
 
-    python bench/reliability.py [--cases 2000] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+    python bench/reliability.py [--cases 2000] [--suites] \
+        [--postgres postgresql://postgres@127.0.0.1:5432/test]
+
+`--suites` also runs the fault suite (tests/resilience) and the malformed-input corpus, and
+prints how many of each held, counted from pytest's JUnit record.
 """
 
 from __future__ import annotations
@@ -136,6 +140,44 @@ def measure(url: str, cases: int, refuse_every: int) -> dict[str, float]:
     }
 
 
+SUITES = {
+    "faults survived (tests/resilience)": "tests/resilience",
+    "malformed inputs answered with exit 2 (tests/loaders/test_malformed_inputs.py)": (
+        "tests/loaders/test_malformed_inputs.py"
+    ),
+}
+
+
+def count_suites() -> None:
+    """Run the fault suite and the malformed-input corpus and print how many held, from
+    pytest's own JUnit record: the README's figures are these, not typed."""
+    import subprocess
+    import xml.etree.ElementTree as ElementTree
+
+    root = Path(__file__).resolve().parent.parent
+    for label, target in SUITES.items():
+        with tempfile.TemporaryDirectory() as folder:
+            record = Path(folder) / "junit.xml"
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    target,
+                    f"--junitxml={record}",
+                ],
+                cwd=root,
+                capture_output=True,
+            )
+            cases = ElementTree.parse(record).getroot().iter("testcase")
+            outcomes = [next((child.tag for child in case), "passed") for case in cases]
+        held = outcomes.count("passed")
+        print(f"{label}: {held:,} of {len(outcomes):,} held ({outcomes.count('skipped')} skipped)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -143,7 +185,12 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--refuse-every", type=int, default=50)
     parser.add_argument("--postgres", help="a PostgreSQL server URL; a fresh database is made on it")
+    parser.add_argument(
+        "--suites", action="store_true", help="also run the fault suite and the malformed-input corpus"
+    )
     args = parser.parse_args()
+    if args.suites:
+        count_suites()
     targets = [("SQLite", f"sqlite:///{tempfile.mkdtemp(prefix='proctor-bench-')}/results.db")]
     if args.postgres:
         targets.append(("PostgreSQL", _fresh_postgres(args.postgres)))
