@@ -22,6 +22,7 @@ from sqlmodel import Session
 
 from proctor import __version__, progress
 from proctor.chunking import Chunk, auto_chunk_size, chunked
+from proctor.collection import fewer_collections
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
 from proctor.models.notify import SlackSettings
@@ -95,6 +96,11 @@ def chunk_label(offset: int, chunk: list[tuple[int, Case, int]]) -> str:
 
 async def evaluate_request(request: EvaluationRequest, steps: Orchestrator) -> RunSummary:
     """One suite with one agent, or with each variant in turn, then the variants compared."""
+    with fewer_collections():
+        return await _evaluate_request(request, steps)
+
+
+async def _evaluate_request(request: EvaluationRequest, steps: Orchestrator) -> RunSummary:
     suite, cases, agent = prepare(request)
     for warning in suite.warnings:
         steps.logger.warning(warning)
