@@ -5,7 +5,10 @@ package's `root_agent`, found on the package or its `agent` module) and every tu
 through google-adk's own `Runner` with an in-memory session per case conversation, started
 from the case's session state. What ADK's eval records is kept: every function call with its
 arguments (as the model gave them) and result, the tokens of every model call
-(`usage_metadata`), the text given before the final answer, and the session state at the end.
+(`usage_metadata`), the text given before the final answer, and the session state at the end;
+for the ADK metrics whose prompts show them, the turn's events as ADK's eval keeps them
+(`adk_events`) and each agent's instructions and tools from its first model request of the turn
+(`adk_app_details`), see `proctor.metrics.adk_invocation`.
 Needs the `adk` extra: `pip install -e '.[adk]'`.
 """
 
@@ -28,6 +31,62 @@ def _text(content: Any) -> str:
     """The text parts of a genai `Content`, joined as ADK's evaluators join them."""
     parts = getattr(content, "parts", None) or []
     return "\n".join(part.text for part in parts if part.text and not getattr(part, "thought", False))
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_unset=True, exclude_defaults=True, exclude_none=True)
+
+
+def event_record(event: Any) -> dict[str, Any] | None:
+    """An ADK event as `adk_events` keeps it: author, its text, function-call and
+    function-response parts (genai's dumps) and grounding metadata; None for an event ADK's eval
+    drops (`EvaluationGenerator.convert_events_to_eval_invocations`: nothing of those, no media)."""
+    parts, media = [], False
+    for part in (event.content.parts if event.content else None) or []:
+        if part.text:
+            parts.append({"text": part.text})
+        elif part.function_call or part.function_response:
+            kind = "function_call" if part.function_call else "function_response"
+            parts.append({kind: getattr(part, kind).model_dump(mode="json", exclude_none=True)})
+        media = media or bool(part.inline_data)
+    grounding = _dump(event.grounding_metadata) if event.grounding_metadata is not None else None
+    if not parts and not media and grounding is None:
+        return None
+    return {"author": event.author, "parts": parts} | ({"grounding_metadata": grounding} if grounding else {})
+
+
+def _agent_details(request: Any) -> dict[str, Any]:
+    """ADK's `AgentDetails` from a model request: its system instruction and tools."""
+    instruction = request.config.system_instruction if request.config else None
+    tools = (request.config.tools if request.config else None) or []
+    return {
+        "instructions": instruction if isinstance(instruction, str) else _text(instruction),
+        "tool_declarations": [_dump(tool) for tool in tools if hasattr(tool, "model_dump")],
+    }
+
+
+def _model_requests() -> Any:
+    """A runner plugin keeping, per invocation and agent, the agent's first model request (what
+    ADK's eval reads its `AppDetails` from)."""
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    class ModelRequests(BasePlugin):
+        def __init__(self) -> None:
+            super().__init__(name="proctor_model_requests")
+            self.seen: dict[str, dict[str, Any]] = {}
+
+        async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+            agents = self.seen.setdefault(callback_context.invocation_id, {})
+            agents.setdefault(callback_context.agent_name, llm_request)
+
+        def app_details(self, invocation_ids: list[str]) -> dict[str, Any]:
+            details = {}
+            for invocation_id in dict.fromkeys(invocation_ids):
+                for agent, request in self.seen.pop(invocation_id, {}).items():
+                    details.setdefault(agent, _agent_details(request))
+            return details
+
+    return ModelRequests()
 
 
 def import_root_agent(folder: Path) -> Any:
@@ -53,12 +112,16 @@ class AdkAgent:
     """One ADK root agent behind Proctor's agent protocol; sessions keyed by conversation."""
 
     def __init__(self, root_agent: Any, app_name: str) -> None:
+        from google.adk.apps import App
         from google.adk.runners import Runner
         from google.adk.sessions import InMemorySessionService
 
         self.app_name = app_name
         self.sessions = InMemorySessionService()
-        self.runner = Runner(app_name=app_name, agent=root_agent, session_service=self.sessions)
+        self.requests = _model_requests()
+        # As Runner(app_name=..., agent=...) builds its App (any package name is a valid app name).
+        app = App.model_construct(name=app_name, root_agent=root_agent, plugins=[self.requests])
+        self.runner = Runner(app=app, session_service=self.sessions)
         self._session_ids: dict[str, str] = {}
 
     async def _session_id(self, request: AgentRequest) -> str:
@@ -79,8 +142,15 @@ class AdkAgent:
         results: dict[str, Any] = {}
         texts: list[str] = []
         final = ""
+        events: list[dict[str, Any]] = []
+        final_event: dict[str, Any] | None = None
+        invocation_ids: list[str] = []
         prompt_tokens = completion_tokens = 0
         async for event in self.runner.run_async(user_id=USER_ID, session_id=session_id, new_message=message):
+            invocation_ids.append(event.invocation_id)
+            record = event_record(event) if (event.author or "").lower() != "user" else None
+            if record is not None:
+                events.append(record)
             usage = event.usage_metadata
             if usage is not None:
                 prompt_tokens += usage.prompt_token_count or 0
@@ -92,10 +162,13 @@ class AdkAgent:
             text = _text(event.content)
             if text and event.is_final_response():
                 final = text  # ADK's eval: the last final event with text is the final response
+                final_event = record
             elif text:
                 texts.append(text)
         for call in calls:
             call.result = results.get(call.call_id or call.name)
+        if final_event is not None:  # ADK's eval keeps the final answer's event without its content
+            final_event["parts"] = None
         session = await self.sessions.get_session(
             app_name=self.app_name, user_id=USER_ID, session_id=session_id
         )
@@ -110,6 +183,8 @@ class AdkAgent:
             metadata={
                 "session_state": dict(session.state) if session else {},
                 "intermediate_responses": texts,
+                "adk_events": events,
+                "adk_app_details": self.requests.app_details(invocation_ids),
             },
         )
 

@@ -14,20 +14,56 @@ from proctor.loaders.errors import Problem, SuiteError, found, problems_from_val
 from proctor.loaders.metric_specs import (
     specs_from_eval_config,
 )
-from proctor.metrics.adk_rubric import RUBRIC_METRICS, RUBRIC_TYPES, effective_rubrics
+from proctor.metrics.adk_multi_turn import RubricBasedMultiTurnTrajectoryQualityV1
+from proctor.metrics.adk_rubric import RUBRIC_METRICS, effective_rubrics
+from proctor.metrics.adk_simulator_quality import user_persona
 from proctor.metrics.registry import REGISTRY
 from proctor.models.agentflow import EvalConfig
 from proctor.models.case import Case, MetricSpec, Suite
+
+RUBRIC_JUDGES = RUBRIC_METRICS | {
+    RubricBasedMultiTurnTrajectoryQualityV1.name: RubricBasedMultiTurnTrajectoryQualityV1
+}
+RUBRIC_TYPES = {metric.rubric_type for metric in RUBRIC_JUDGES.values()}
+SIMULATOR_JUDGE = "per_turn_user_simulator_quality_v1"
+
+
+def scenario_warnings(file: str, cases: list[Case], specs: list[MetricSpec]) -> list[str]:
+    """ADK's simulated-user judge scores only `conversation_scenario` cases (ADK reports the
+    others NOT_EVALUATED): the cases it will not score are named, never passed silently."""
+    if not any(spec.enabled and spec.name == SIMULATOR_JUDGE for spec in specs):
+        return []
+    unscored = [i for i, case in enumerate(cases) if not case.metadata.get("conversation_scenario")]
+    if not unscored:
+        return []
+    where = ", ".join(f"eval_cases[{i}]" for i in unscored)
+    return [f"{file}: {SIMULATOR_JUDGE} scores only conversation_scenario cases; not {where}"]
+
+
+def persona_problems(file: str, cases: list[Case], specs: list[MetricSpec]) -> list[Problem]:
+    """A scenario's `user_persona` the simulated-user judge cannot read (a malformed persona, or
+    a prebuilt persona's id without google-adk installed), found before anything runs."""
+    if not any(spec.enabled and spec.name == SIMULATOR_JUDGE for spec in specs):
+        return []
+    problems = []
+    for index, case in enumerate(cases):
+        scenario = case.metadata.get("conversation_scenario") or {}
+        try:
+            user_persona(scenario.get("user_persona"))
+        except (ValueError, ValidationError) as error:  # a ValidationError is a ValueError too
+            where = f"eval_cases[{index}].conversation_scenario.user_persona"
+            problems.append(Problem(file, where, str(error).replace("\n", "; ")))
+    return problems
 
 
 def rubric_problems(
     file: str, cases: list[Case], specs: list[MetricSpec], warnings: list[str]
 ) -> list[Problem]:
-    """ADK's rubric metrics need rubrics for every invocation (criterion, case or invocation);
-    a case or invocation rubric whose `type` no configured rubric metric reads is named, since
-    ADK would skip it without a word."""
+    """ADK's rubric metrics need rubrics for every invocation they judge (criterion, case or
+    invocation; the multi-turn one judges only the last); a case or invocation rubric whose
+    `type` no configured rubric metric reads is named, since ADK would skip it without a word."""
     problems: list[Problem] = []
-    metrics = [REGISTRY.build(spec) for spec in specs if spec.enabled and spec.name in RUBRIC_METRICS]
+    metrics = [REGISTRY.build(spec) for spec in specs if spec.enabled and spec.name in RUBRIC_JUDGES]
     read_types = {metric.rubric_type for metric in metrics}
     for index, case in enumerate(cases):
         scoped = [*case.metadata.get("adk_rubrics", [])]
@@ -40,7 +76,8 @@ def rubric_problems(
                 f"({', '.join(sorted(RUBRIC_TYPES))})"
             )
         for metric in metrics:
-            for turn in case.turns:
+            whole = getattr(metric, "whole_conversation", False)
+            for turn in case.turns[-1:] if whole else case.turns:
                 try:
                     found_rubrics = effective_rubrics(metric.rubrics, case, turn, metric.rubric_type)
                 except ValueError as error:
@@ -86,6 +123,8 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
         problems.append(Problem(str(path), "", f"not a valid ADK eval file: {detail}"))
         cases = []
     problems += rubric_problems(str(path), cases, specs, warnings)
+    warnings += scenario_warnings(str(path), cases, specs)
+    problems += persona_problems(str(path), cases, specs)
     for index, case in enumerate(cases):
         if not case.turns or not all(turn.input for turn in case.turns):
             where = f"eval_cases[{index}].conversation" if not legacy else "query"

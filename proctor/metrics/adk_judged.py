@@ -1,7 +1,7 @@
-"""Google ADK's judged metrics under ADK's names: `final_response_match_v2` (ADK 2.13.0's
-prompt and reply parser, ported) and `hallucinations_v1` (ADK's aggregation, Proctor's
-structured-reply prompt: ADK's two-step segmenter/validator prompts are not ported yet). The
-rubric metrics are in `adk_rubric.py`.
+"""Google ADK's judged metrics under ADK's names: what they share, and `final_response_match_v2`
+(ADK 2.13.0's prompt and reply parser, ported). `hallucinations_v1` is in `adk_hallucinations.py`,
+the rubric metrics in `adk_rubric.py` and `adk_multi_turn.py`, the user simulator's judge in
+`adk_simulator_quality.py`.
 
 ADK scores every invocation (turn) and aggregates as noted on each class; where ADK would give
 no score because no reply could be read, these raise an error keeping the raw replies.
@@ -9,11 +9,9 @@ no score because no reply could be read, these raise an error keeping the raw re
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
-from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from proctor.judges import JudgeReplyError, Usage
 from proctor.metrics.adk_replies import parse_validity, text_with_intermediate
@@ -111,72 +109,4 @@ class FinalResponseMatchV2(AdkJudgeOptions):
         return score
 
 
-class SentenceLabel(BaseModel):
-    sentence: str
-    label: Literal["supported", "unsupported", "contradictory", "disputed", "not_applicable"]
-
-
-class SentenceLabels(BaseModel):
-    sentences: list[SentenceLabel]
-
-    example: ClassVar[dict[str, Any]] = {
-        "sentences": [
-            {
-                "sentence": "<sentence>",
-                "label": "supported | unsupported | contradictory | disputed | not_applicable",
-            }
-        ]
-    }
-
-
-class HallucinationsV1(AdkJudgeOptions):
-    """ADK's `hallucinations_v1`: the judge labels each sentence of each answer; the score is
-    the share of supported sentences among those that make a claim (1.0 when none do)."""
-
-    name = "hallucinations_v1"
-    template = "hallucinations_v1.j2"
-    default_threshold = 0.8
-    summary = "ADK: share of the answer's sentences supported by the context (tool results, files)."
-
-    evaluate_intermediate_nl_responses: bool = False
-
-    def answer_text(self, turn: AgentTurn) -> str:
-        """ADK's hallucination criterion names its own flag for the intermediate texts."""
-        if self.evaluate_intermediate_nl_responses:
-            return "\n".join([*turn.metadata.get("intermediate_responses", []), turn.response or ""])
-        return super().answer_text(turn)
-
-    async def aevaluate(self, ctx: MetricContext) -> Score:
-        judge = self._judge(ctx)
-        usage = Usage()
-        per_turn = []
-        for expected, actual in ctx.paired_turns():
-            if actual is None or not actual.response:
-                continue
-            verdict = await judge.ask(
-                self.template,
-                SentenceLabels,
-                usage,
-                temperature=judge.temperature,
-                prompt=expected.input,
-                response=self.answer_text(actual),
-                context=ctx.context_text,
-            )
-            counted = [s for s in verdict.sentences if s.label != "not_applicable"]
-            supported = sum(1 for s in counted if s.label == "supported")
-            per_turn.append(
-                {
-                    "turn_id": expected.turn_id,
-                    "score": supported / len(counted) if counted else 1.0,
-                    "labels": [s.model_dump() for s in verdict.sentences],
-                }
-            )
-        if not per_turn:
-            raise RuntimeError("the agent gave no answer to check for hallucinations")
-        value = statistics.fmean(turn["score"] for turn in per_turn)
-        score = judged_score(value, value, 1, f"{value:.0%} of claims supported", usage, [])
-        score.details = {"per_turn": per_turn}
-        return score
-
-
-ADK_JUDGED_METRICS = (FinalResponseMatchV2, HallucinationsV1)
+ADK_JUDGED_METRICS = (FinalResponseMatchV2,)

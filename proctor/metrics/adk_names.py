@@ -22,12 +22,6 @@ ADK_METRICS_NOT_SCORED = {
         version=ADK_VERSION, what="MULTI_TURN_TRAJECTORY_QUALITY"
     ),
     "multi_turn_tool_use_quality_v1": _VERTEX.format(version=ADK_VERSION, what="MULTI_TURN_TOOL_USE_QUALITY"),
-    "rubric_based_multi_turn_trajectory_quality_v1": _LATER.format(
-        version=ADK_VERSION, what="rubric judge of the whole dialogue"
-    ),
-    "per_turn_user_simulator_quality_v1": _LATER.format(
-        version=ADK_VERSION, what="judge of the simulated user's turns"
-    ),
     "tool_call_count_v1": _LATER.format(version=ADK_VERSION, what=_INFORMATIONAL),
     "inference_call_count_v1": _LATER.format(version=ADK_VERSION, what=_INFORMATIONAL),
     "token_usage_v1": _LATER.format(version=ADK_VERSION, what=_INFORMATIONAL),

@@ -31,6 +31,7 @@ class MetricContext:
     agent_ms: float = 0.0
     judge: Judge | None = None
     scale: int | None = None
+    threshold: float | None = None  # the pass mark, for metrics whose per-turn verdicts use it (ADK)
     turn_offset: int = 0  # the position of `case.turns[0]` in the conversation, when scored per turn
 
     @property

@@ -1,20 +1,23 @@
 """Metrics under the names Google ADK uses, with its semantics (Vanna's: `metrics/vanna.py`).
 
 The deterministic criteria (`tool_trajectory_avg_score`, `response_match_score`) live in
-`proctor.metrics.adk`, the judged ones (`final_response_match_v2`,
-`hallucinations_v1`) in `proctor.metrics.adk_judged` and the rubric judges in `adk_rubric`;
-this module names them together.
+`proctor.metrics.adk`, `final_response_match_v2` in `adk_judged`, `hallucinations_v1` in
+`adk_hallucinations`, the rubric judges in `adk_rubric` and `adk_multi_turn`, and
+`per_turn_user_simulator_quality_v1` in `adk_simulator_quality`; this module names them together.
 """
 
 from __future__ import annotations
 
 from proctor.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
-from proctor.metrics.adk_judged import FinalResponseMatchV2, HallucinationsV1, majority
+from proctor.metrics.adk_hallucinations import HallucinationsV1
+from proctor.metrics.adk_judged import FinalResponseMatchV2, majority
+from proctor.metrics.adk_multi_turn import RubricBasedMultiTurnTrajectoryQualityV1
 from proctor.metrics.adk_rubric import (
     AdkRubric,
     RubricBasedFinalResponseQualityV1,
     RubricBasedToolUseQualityV1,
 )
+from proctor.metrics.adk_simulator_quality import PerTurnUserSimulatorQualityV1
 from proctor.metrics.base import Metric
 
 __all__ = ["AdkRubric", "COMPAT_METRICS", "majority"]
@@ -26,4 +29,6 @@ COMPAT_METRICS: tuple[type[Metric], ...] = (
     RubricBasedFinalResponseQualityV1,
     RubricBasedToolUseQualityV1,
     HallucinationsV1,
+    RubricBasedMultiTurnTrajectoryQualityV1,
+    PerTurnUserSimulatorQualityV1,
 )

@@ -59,7 +59,11 @@ METRIC_LOCATIONS: dict[str, str] = {
     "final_response_match_v2": "adk_judged:FinalResponseMatchV2",
     "rubric_based_final_response_quality_v1": "adk_rubric:RubricBasedFinalResponseQualityV1",
     "rubric_based_tool_use_quality_v1": "adk_rubric:RubricBasedToolUseQualityV1",
-    "hallucinations_v1": "adk_judged:HallucinationsV1",
+    "hallucinations_v1": "adk_hallucinations:HallucinationsV1",
+    "rubric_based_multi_turn_trajectory_quality_v1": (
+        "adk_multi_turn:RubricBasedMultiTurnTrajectoryQualityV1"
+    ),
+    "per_turn_user_simulator_quality_v1": "adk_simulator_quality:PerTurnUserSimulatorQualityV1",
     "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
     "OutputEvaluator": "vanna:VannaOutputEvaluator",
     "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",

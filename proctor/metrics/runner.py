@@ -67,7 +67,7 @@ class BoundMetric:
     def context(self, ctx: MetricContext) -> MetricContext:
         if self.judge is None:
             return ctx
-        return dataclasses.replace(ctx, judge=self.judge, scale=self.spec.scale)
+        return dataclasses.replace(ctx, judge=self.judge, scale=self.spec.scale, threshold=self.threshold)
 
 
 class _RunnerTimeout(Exception):

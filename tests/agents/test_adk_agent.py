@@ -116,6 +116,18 @@ def test_an_adk_package_runs_with_adks_runner_recording_calls_state_and_tokens(
     assert (roll.name, roll.args, roll.result) == ("roll_die", {"sides": 6}, {"result": 4, "sides": 6})
     assert response.metadata["session_state"] == {"user": "ann", "last_roll": 4}
     assert response.metadata["intermediate_responses"] == ["Let me roll."]
+    # The turn's events as ADK's eval keeps them (the final answer's without content), and the
+    # agent's instructions and tools from its model request, for ADK's conversation judges.
+    events = response.metadata["adk_events"]
+    assert [event["author"] for event in events] == ["dice", "dice", "dice"]
+    assert events[0]["parts"][0] == {"text": "Let me roll."}
+    assert events[0]["parts"][1]["function_call"]["name"] == "roll_die"
+    assert events[1]["parts"][0]["function_response"]["response"] == {"result": 4, "sides": 6}
+    assert events[2]["parts"] is None
+    details = response.metadata["adk_app_details"]["dice"]
+    assert "Roll dice." in details["instructions"]
+    [tool] = details["tool_declarations"]
+    assert tool["function_declarations"][0]["name"] == "roll_die"
     # Tokens as the model reported them on each of the turn's two calls, summed.
     usage = sys.modules[f"{package.name}.agent"].USAGE
     assert len(usage) == 3 and response.usage.prompt_tokens == usage[0][0] + usage[1][0] > 0

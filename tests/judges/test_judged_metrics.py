@@ -170,19 +170,27 @@ def test_adk_final_response_match_v2_takes_the_majority(api: FakeOpenAI) -> None
     assert result.details["per_turn"][0]["votes"] == [1.0, 1.0, 0.0, 1.0, 0.0]
 
 
-def test_adk_hallucinations_count_supported_sentences(api: FakeOpenAI) -> None:
+def test_adk_hallucinations_count_supported_and_not_applicable_sentences(api: FakeOpenAI) -> None:
+    """ADK's two steps: the segmenter's <sentence>s, then the validator's labels; supported and
+    not_applicable count as 1, unsupported 0 (the parity with ADK's own evaluator is checked in
+    test_adk_conversation_judges.py)."""
     api.script(
-        json.dumps(
-            {
-                "sentences": [
-                    {"sentence": "Doors open at nine.", "label": "supported"},
-                    {"sentence": "We serve breakfast.", "label": "unsupported"},
-                    {"sentence": "Welcome!", "label": "not_applicable"},
-                ]
-            }
-        )
+        "<sentence>Doors open at nine.</sentence><sentence>We serve breakfast.</sentence><sentence>Hi!</sentence>",
+        "\n\n".join(
+            f"sentence: {sentence}\nlabel: {label}\nrationale: r\nsupporting_excerpt: null\n"
+            "contradicting_excerpt: null"
+            for sentence, label in [
+                ("Doors open at nine.", "supported"),
+                ("We serve breakfast.", "unsupported"),
+                ("Hi!", "not_applicable"),
+            ]
+        ),
     )
-    assert _score(api, MetricSpec(name="hallucinations_v1")).score == 0.5
+    result = _score(api, MetricSpec(name="hallucinations_v1"))
+    assert result.score == pytest.approx(2 / 3) and len(api.completions) == 2
+    validator_prompt = prompt_of(api.completions[1]["body"])
+    assert "<sentence>We serve breakfast.</sentence>" in validator_prompt
+    assert '"response": {\n      "open": "09:00"' in validator_prompt  # the tool's result is context
 
 
 def test_adk_rubric_checklist_reads_adk_rubrics(api: FakeOpenAI) -> None:

@@ -231,3 +231,64 @@ def test_an_adk_metric_proctor_cannot_score_as_adk_is_refused_with_the_reason(tm
         SuiteError, match=r"ADK metric 'safety_v1': google-adk 2.13.0 scores it with Vertex AI"
     ):
         load_suite(_write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], config))
+
+
+def test_adk_conversation_judges_read_their_adk_spellings(tmp_path: Path) -> None:
+    """camelCase criteria (judgeModelOptions, stopSignal, evaluateIntermediateNlResponses,
+    rubricId / rubricContent) and snake_case ones load as ADK reads them."""
+    config = {
+        "criteria": {
+            "rubric_based_multi_turn_trajectory_quality_v1": {
+                "threshold": 0.6,
+                "judgeModelOptions": {"judgeModel": "judge-x", "numSamples": 3},
+                "rubrics": [
+                    {"rubricId": "r1", "rubricContent": {"textProperty": "Stays on topic."}},
+                ],
+            },
+            "per_turn_user_simulator_quality_v1": {
+                "threshold": 0.9,
+                "stopSignal": "<done>",
+                "judge_model_options": {"num_samples": 1},
+            },
+            "hallucinations_v1": {"threshold": 0.7, "evaluateIntermediateNlResponses": True},
+        }
+    }
+    cases = [
+        {"eval_id": "static", "conversation": [_invocation()]},
+        {"eval_id": "sim", "conversation_scenario": SCENARIO},
+    ]
+    suite = load_suite(_write(tmp_path, cases, config))
+    specs = {spec.name: spec for spec in suite.cases[0].metrics}
+    multi = REGISTRY.build(specs["rubric_based_multi_turn_trajectory_quality_v1"])
+    assert [(r.rubric_id, r.text) for r in multi.rubrics] == [("r1", "Stays on topic.")]
+    assert (
+        multi.num_samples == 3
+        and specs["rubric_based_multi_turn_trajectory_quality_v1"].model.name == "judge-x"
+    )
+    simulator = REGISTRY.build(specs["per_turn_user_simulator_quality_v1"])
+    assert (simulator.stop_signal, simulator.num_samples) == ("<done>", 1)
+    assert REGISTRY.build(specs["hallucinations_v1"]).evaluate_intermediate_nl_responses is True
+    assert any(
+        "per_turn_user_simulator_quality_v1 scores only conversation_scenario cases; not eval_cases[0]" in w
+        for w in suite.warnings
+    )
+
+
+def test_the_multi_turn_rubric_judge_needs_rubrics_only_for_the_last_invocation(tmp_path: Path) -> None:
+    trajectory = "TRAJECTORY_QUALITY"
+    first, last = _invocation(), _invocation(rubrics=[_rubric("done", "Finishes the task.", trajectory)])
+    config = {"criteria": {"rubric_based_multi_turn_trajectory_quality_v1": 0.8}}
+    suite = load_suite(_write(tmp_path, [{"eval_id": "a", "conversation": [first, last]}], config))
+    assert not any("read by no configured metric" in warning for warning in suite.warnings)
+    with pytest.raises(SuiteError, match=r"rubric_based_multi_turn_trajectory_quality_v1 needs rubrics"):
+        load_suite(_write(tmp_path, [{"eval_id": "a", "conversation": [last, first]}], config))
+
+
+def test_a_scenario_persona_the_simulator_judge_cannot_read_is_refused(tmp_path: Path) -> None:
+    config = {"criteria": {"per_turn_user_simulator_quality_v1": 0.8}}
+    persona = {"id": "p", "description": "Terse.", "behaviors": [{"name": "terse"}]}
+    cases = [{"eval_id": "sim", "conversation_scenario": SCENARIO | {"user_persona": persona}}]
+    with pytest.raises(
+        SuiteError, match=r"eval_cases\[0\]\.conversation_scenario\.user_persona.*description"
+    ):
+        load_suite(_write(tmp_path, cases, config))
