@@ -274,8 +274,17 @@ async def evaluate_metrics(works: list[CaseWork], runtime: Runtime) -> None:
 
 
 async def run_chunk(works: list[CaseWork], runtime: Runtime) -> list[CaseWork]:
-    """All three stages for one chunk, without Prefect (used by tests and embedding code)."""
-    await process_files(works, runtime)
-    await execute_agent(works, runtime)
-    await evaluate_metrics(works, runtime)
+    """All three stages for one chunk, without Prefect (in-process runs, Dask workers, tests).
+
+    Each case goes on to its next stage as soon as it leaves the last, instead of waiting for
+    the whole chunk at each stage: a chunk's scoring then never holds up the agent slots
+    other cases are waiting for, and one case that cannot go on stops only itself. (As
+    Prefect task runs, the stages are one task per chunk each, so the UI shows them.)"""
+
+    async def through_every_stage(work: CaseWork) -> None:
+        await process_files([work], runtime)
+        await execute_agent([work], runtime)
+        await evaluate_metrics([work], runtime)
+
+    await settle_all(through_every_stage(work) for work in works)
     return works

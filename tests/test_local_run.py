@@ -174,3 +174,53 @@ def test_without_prefect_a_run_that_cannot_complete_tells_slack_why(
     assert len(messages) == 1
     text = json.dumps(messages[0]["blocks"])
     assert "weather.evalset.json" in text and "127.0.0.1" in text and "hunter2" not in text
+
+
+SLOW_AND_QUICK_AGENT = """
+import asyncio
+
+async def agent(request):
+    if request.case_id == "slow":
+        await asyncio.sleep(1.5)
+    return "done"
+"""
+
+
+def test_a_quick_case_is_scored_and_stored_while_a_slow_one_is_still_with_its_agent(tmp_path: Path) -> None:
+    """In one chunk, each case goes on to scoring as soon as its agent answers: a case is not
+    held back by the slowest agent call of its chunk (nor would a crash there cost it)."""
+    (tmp_path / "agent.py").write_text(SLOW_AND_QUICK_AGENT)
+    cases = [
+        {
+            "eval_id": case_id,
+            "conversation": [
+                {
+                    "invocation_id": "t",
+                    "user_content": {"role": "user", "content": "go"},
+                    "expected_final_response": {"role": "assistant", "content": "done"},
+                }
+            ],
+        }
+        for case_id in ("slow", "quick")
+    ]
+    suite = tmp_path / "s.evalset.json"
+    criteria = {"criteria": {"contains": {"threshold": 1.0, "values": ["done"]}}}
+    suite.write_text(
+        json.dumps(
+            {
+                "eval_set_id": "s",
+                "metadata": {"agent": "agent.py:agent", "eval_config": criteria},
+                "eval_cases": cases,
+            }
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    request = EvaluationRequest(
+        suite=str(suite), database_url=url, chunk_size=2, report_dir=str(tmp_path / "out")
+    )
+    summary = asyncio.run(evaluate_in_process(request))
+    assert summary.passed == 2
+    with Session(get_engine(url)) as session:
+        rows = {row.case_id: row for row in session.exec(select(CaseResultRow))}
+    slow_agent_answered = rows["slow"].started_at.timestamp() + 1.5
+    assert rows["quick"].finished_at.timestamp() < slow_agent_answered - 0.5
