@@ -25,6 +25,9 @@ def number_properties(schema: dict[str, Any], model: type | None = None) -> None
 
 
 class FormModel(BaseModel):
-    """A model shown as a Prefect UI form: its fields keep their declared order."""
+    """A model shown as a Prefect UI form: its fields keep their declared order.
 
-    model_config = ConfigDict(json_schema_extra=number_properties)
+    Unknown fields are errors: a misspelt `concurrncy` in a deployment's parameters (prefect.yaml)
+    or an API call would otherwise be dropped, and the run go ahead without it."""
+
+    model_config = ConfigDict(json_schema_extra=number_properties, extra="forbid")

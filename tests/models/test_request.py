@@ -125,3 +125,22 @@ def test_a_secret_that_arrives_anyway_is_never_stored() -> None:
     assert request.for_storage()["slack"]["channel"] == "#x"
     fine = EvaluationRequest(suite="s.json", slack={"channel": "#x", "token": "secret:bot"})
     assert fine.for_storage()["slack"]["token"] == "secret:bot"
+
+
+def test_a_misspelt_request_field_is_an_error_not_a_default() -> None:
+    """A deployment's parameters or an API call with `concurrncy` must not run at the default."""
+    with pytest.raises(ValidationError, match="concurrncy"):
+        EvaluationRequest(suite="s.evalset.json", concurrncy=4)
+    with pytest.raises(ValidationError, match="chanel"):
+        EvaluationRequest(suite="s.evalset.json", slack={"channel": "#evals", "chanel": "#typo"})
+
+
+def test_every_deployment_in_prefect_yaml_has_parameters_a_request_accepts() -> None:
+    import yaml
+
+    from tests.conftest import ROOT
+
+    deployments = yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
+    assert deployments
+    for deployment in deployments:
+        EvaluationRequest.model_validate(deployment["parameters"]["request"])
