@@ -18,12 +18,15 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel, create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
-from proctor.storage.opening import create_schema, explain, parse_database_url
+from proctor.env import ENV_REFERENCE
+from proctor.storage.opening import DatabaseProblem, create_schema, explain, parse_database_url
 
 DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
 DEFAULT_DATABASE_PATH = Path(".proctor") / "proctor.db"
 
 _engines: dict[str, Engine] = {}
+_secret_urls: dict[str, str] = {}
+_secret_lock = threading.Lock()
 _engines_lock = threading.Lock()
 
 
@@ -34,8 +37,34 @@ def default_database_url() -> str:
     return f"sqlite:///{(Path.cwd() / DEFAULT_DATABASE_PATH).as_posix()}"
 
 
+def resolve_url_reference(url: str) -> str:
+    """The URL a reference names: `${VAR}` from the environment, `secret:BLOCK` from a Prefect
+    Secret block (read once per process). So a password never has to be typed on a command
+    line, stored in a deployment's parameters or shown in the UI: only the reference is.
+    Anything else is returned as it is."""
+    text = url.strip()
+    if ENV_REFERENCE.fullmatch(text):
+        value = os.environ.get(text[2:-1])
+        if not value:
+            raise DatabaseProblem(f"results database {text}: environment variable {text[2:-1]} is not set")
+        return value
+    if not text.startswith("secret:"):
+        return url
+    with _secret_lock:
+        if text not in _secret_urls:
+            from proctor.judges.credentials import CredentialError, resolve_reference
+
+            try:
+                _secret_urls[text] = resolve_reference(text, field="database URL")
+            except CredentialError as error:
+                raise DatabaseProblem(f"results database {text}: {error}") from None
+        return _secret_urls[text]
+
+
 def normalize_url(url: str) -> str:
-    """`postgresql://` means psycopg 3, the driver Proctor installs."""
+    """A reference resolved (see `resolve_url_reference`); `postgresql://` means psycopg 3,
+    the driver Proctor installs."""
+    url = resolve_url_reference(url)
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]

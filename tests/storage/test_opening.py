@@ -55,6 +55,10 @@ BAD_URLS = {
     "not a URL": ("nonsense", "expected a SQLAlchemy URL such as sqlite:///results.db"),
     "missing driver": ("mysql://u:pw-secret@127.0.0.1/x", "the driver for mysql is not installed"),
     "sqlite parent a file": ("sqlite:///{dir}/afile/results.db", "afile is a file, expected a folder"),
+    "reference to an unset variable": (
+        "${{PROCTOR_TEST_UNSET_DB}}",  # braces doubled: the URLs go through str.format
+        "environment variable PROCTOR_TEST_UNSET_DB is not set",
+    ),
 }
 
 
@@ -201,3 +205,35 @@ def test_a_database_password_reaches_prefect_only_by_reference(monkeypatch) -> N
         == "postgresql://proctor@127.0.0.1/results"
     )
     assert password_by_reference("sqlite:///r.db") == "sqlite:///r.db"
+
+
+def test_a_database_url_given_by_environment_reference_is_used_and_never_shown(
+    suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--db '${RESULTS_DB}'`: the URL (and its password) stays in the environment; Prefect's
+    parameters, the stored request and the terminal see only the reference."""
+    from proctor.storage.opening import password_by_reference
+
+    database = tmp_path / "by-reference.db"
+    monkeypatch.setenv("PROCTOR_TEST_RESULTS_DB", f"sqlite:///{database}")
+    done = proctor("run", str(suite), "--db", "${PROCTOR_TEST_RESULTS_DB}", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert database.exists() and not (tmp_path / ".proctor" / "proctor.db").exists()
+    assert password_by_reference("${PROCTOR_TEST_RESULTS_DB}") == "${PROCTOR_TEST_RESULTS_DB}"
+    history = proctor("history", "--db", "${PROCTOR_TEST_RESULTS_DB}", cwd=tmp_path)
+    assert history.returncode == 0 and "s" in history.stdout
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_database_url_in_a_prefect_secret_block(suite: Path, tmp_path: Path) -> None:
+    from prefect.blocks.system import Secret
+
+    from proctor.cli import main
+
+    database = tmp_path / "from-secret.db"
+    Secret(value=f"sqlite:///{database}").save("proctor-test-results-db", overwrite=True)
+    code = main(
+        ["run", str(suite), "--db", "secret:proctor-test-results-db", "--no-prefect", "--no-progress"]
+    )
+    assert code == 0 and database.exists()
+    assert main(["history", "--db", "secret:proctor-test-missing-db"]) == 2
