@@ -79,6 +79,8 @@ class AgentTurn(BaseModel):
     response: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    # How many model (inference) calls the agent made for this turn; None when it did not say.
+    model_calls: int | None = Field(default=None, ge=0)
     latency_ms: float = Field(default=0.0, ge=0.0)
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
