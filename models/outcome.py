@@ -135,15 +135,21 @@ class CaseOutcome(BaseModel):
         return total
 
     @property
+    def verdict_metrics(self) -> list[ScoredMetric]:
+        """The metrics that decide pass or fail: every one but the informational ones."""
+        return [metric for metric in self.metrics if not metric.informational]
+
+    @property
     def execution_ms(self) -> float:
         return self.files_ms + self.agent_ms + self.evaluation_ms
 
     @property
     def passed(self) -> bool:
-        """HoloDeck's rule: no errors, every metric passed, and tools matched if expected."""
+        """HoloDeck's rule: no errors, every metric passed, and tools matched if expected
+        (informational metrics give no verdict and never fail a case)."""
         return (
             self.state is CaseState.COMPLETE
             and not self.errors
-            and all(metric.passed for metric in self.metrics)
+            and all(metric.passed for metric in self.verdict_metrics)
             and self.tools_matched is not False
         )
