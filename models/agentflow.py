@@ -328,14 +328,27 @@ class CriterionResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class InformationalResult(BaseModel):
+    """Proctor's addition to agentflow's case result: a value reported without a verdict (ADK's
+    efficiency metrics), in its own unit (tool calls, tokens, seconds), null when not available.
+    Kept apart from `criterion_results`, whose scores are 0..1 verdicts."""
+
+    criterion: str
+    value: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
 class CriterionStats(BaseModel):
-    """How one criterion did across a set."""
+    """How one criterion did across a set (`informational`: a value without a verdict, whose
+    `passed` count is 0 and whose scores are in its own unit)."""
 
     evaluated: int = 0
     passed: int = 0
     avg_score: float = 0.0
     min_score: float = 0.0
     max_score: float = 0.0
+    informational: bool | None = None
 
 
 class EvalCaseResult(BaseModel):
@@ -343,6 +356,7 @@ class EvalCaseResult(BaseModel):
     name: str | None = None
     passed: bool
     criterion_results: list[CriterionResult] = Field(default_factory=list)
+    informational: list[InformationalResult] | None = None  # Proctor's: values without a verdict
     error: str | None = None
     duration_seconds: float = Field(ge=0.0)
 

@@ -193,6 +193,10 @@ class MetricResult(BaseModel):
     retry_count: int = Field(default=0, ge=0, le=3)
     evaluation_time_ms: int = Field(ge=0)
     model_used: str | None = None
+    # Proctor's addition: True for a value reported without a verdict (ADK's efficiency metrics:
+    # tool calls, tokens, seconds), whose `passed` is always true because it never fails a case.
+    # Absent (None) on every other result, so HoloDeck's own results are written unchanged.
+    informational: bool | None = None
 
     @field_validator("metric_name")
     @classmethod

@@ -79,6 +79,8 @@ class AgentTurn(BaseModel):
     response: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    # How many model (inference) calls the agent made for this turn; None when it did not say.
+    model_calls: int | None = Field(default=None, ge=0)
     latency_ms: float = Field(default=0.0, ge=0.0)
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -133,15 +135,21 @@ class CaseOutcome(BaseModel):
         return total
 
     @property
+    def verdict_metrics(self) -> list[ScoredMetric]:
+        """The metrics that decide pass or fail: every one but the informational ones."""
+        return [metric for metric in self.metrics if not metric.informational]
+
+    @property
     def execution_ms(self) -> float:
         return self.files_ms + self.agent_ms + self.evaluation_ms
 
     @property
     def passed(self) -> bool:
-        """HoloDeck's rule: no errors, every metric passed, and tools matched if expected."""
+        """HoloDeck's rule: no errors, every metric passed, and tools matched if expected
+        (informational metrics give no verdict and never fail a case)."""
         return (
             self.state is CaseState.COMPLETE
             and not self.errors
-            and all(metric.passed for metric in self.metrics)
+            and all(metric.passed for metric in self.verdict_metrics)
             and self.tools_matched is not False
         )

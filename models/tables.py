@@ -143,6 +143,9 @@ class MetricResultRow(SQLModel, table=True):
     score: float | None = None
     threshold: float | None = None
     passed: bool
+    # A value without a verdict (ADK's efficiency metrics: tool calls, tokens, seconds): its
+    # `passed` is always true, as it never fails a case; pass rates and regressions leave it out.
+    informational: bool = False
     scale: int | None = None
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     retry_count: int = 0

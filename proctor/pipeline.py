@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.agents import AgentRequest, AgentThreadsClosed
+from proctor.agents.protocol import recorded_model_calls
 from proctor.chunking import settle_all
 from proctor.files import FILE_TIMEOUT_S, process_file
 from proctor.metrics import MetricContext
@@ -177,6 +178,7 @@ async def _agent_turn(
             input=text,
             tool_calls=request.recorded_tool_calls,
             usage=request.recorded_usage,
+            model_calls=recorded_model_calls(request),
             latency_ms=_elapsed_ms(started),
             error=message,
         )
@@ -188,6 +190,7 @@ async def _agent_turn(
             response=response.answer,
             tool_calls=response.tool_calls,
             usage=response.usage,
+            model_calls=response.model_calls,
             latency_ms=_elapsed_ms(started),
             metadata={
                 **(

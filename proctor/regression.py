@@ -209,7 +209,10 @@ def compare_runs(
     run_id: uuid.UUID,
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> Regression:
-    """`compare_counts` on the two runs' pass counts, with each metric's mean score before and after."""
+    """`compare_counts` on the two runs' pass counts, with each metric's mean score before and after.
+
+    Informational metrics (tool calls, tokens, seconds: values without a verdict) are left out:
+    their means are not scores, and a change in them is not a regression."""
     regression = compare_counts(
         pass_counts(session=session, run_id=baseline_id),
         pass_counts(session=session, run_id=run_id),
@@ -226,6 +229,8 @@ def compare_runs(
             (stats_after.get(name) or {}).get("avg_score"),
         )
         for name in sorted(set(stats_before) | set(stats_after))
+        if not (stats_before.get(name) or {}).get("informational")
+        and not (stats_after.get(name) or {}).get("informational")
     ]
     return regression
 

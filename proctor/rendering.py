@@ -55,6 +55,15 @@ def seconds(milliseconds: float | int | None) -> str:
     return f"{(milliseconds or 0) / 1000:.1f}s"
 
 
+def measured(value: float | None) -> str:
+    """An informational value (tool calls, tokens, seconds) as written: up to 3 decimals, no
+    trailing zeros ("2", "1534.5", "0.412"); "n/a" when not available."""
+    if value is None:
+        return "n/a"
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
 def title(metric_name: str) -> str:
     """HoloDeck's heading for a metric: first letter up, the rest as written
     ("classification_accuracy" -> "Classification accuracy", "TrajectoryEvaluator" unchanged)."""
@@ -73,7 +82,9 @@ def environment() -> Environment:
         keep_trailing_newline=True,
         auto_reload=False,  # templates ship with the package: no stat() per case rendered
     )
-    env.filters.update(md=md_inline, code=md_code, json=to_json, seconds=seconds, title=title)
+    env.filters.update(
+        md=md_inline, code=md_code, json=to_json, seconds=seconds, title=title, measured=measured
+    )
     return env
 
 
@@ -87,19 +98,23 @@ def stream(template: str, **context: Any) -> Iterator[str]:
 
 
 def metric_table(results: Iterable[TestResult]) -> list[dict[str, Any]]:
-    """Per metric: average score and pass rate, as the Markdown summary shows them."""
+    """Per metric: average score and pass rate, as the Markdown summary shows them (no pass rate
+    for an informational metric, a value without a verdict)."""
     scores: dict[str, list[float]] = {}
     passes: dict[str, list[bool]] = {}
+    informational: set[str] = set()
     for result in results:
         for metric in result.metric_results:
             passes.setdefault(metric.metric_name, []).append(metric.passed)
+            if metric.informational:
+                informational.add(metric.metric_name)
             if metric.score is not None:
                 scores.setdefault(metric.metric_name, []).append(metric.score)
     return [
         {
             "name": name,
             "avg_score": (sum(scores[name]) / len(scores[name])) if scores.get(name) else None,
-            "pass_rate": 100.0 * sum(flags) / len(flags),
+            "pass_rate": None if name in informational else 100.0 * sum(flags) / len(flags),
         }
         for name, flags in passes.items()
     ]

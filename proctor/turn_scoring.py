@@ -8,7 +8,9 @@ turn passed. The case's score for a metric is the mean of the turns that ran it,
 only if it passed on every one of those turns (HoloDeck's `_finalize_multi_turn_result`).
 
 A case that nothing scored (no metric applied, no tool expected) is reported as not scored,
-with that reason, and never as passed.
+with that reason, and never as passed. Informational metrics (ADK's efficiency metrics) are
+stored with the case but give no verdict: they never pass or fail it, an error of theirs is kept
+on their result only, and a case they alone measured is still not scored.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from proctor.metrics import BoundMetric, MetricContext, score_case
+from proctor.metrics import BoundMetric, Metric, MetricContext, score_case
 from proctor.metrics.expected_tools import check_expected_tools
 from proctor.metrics.tools import tools_matched
 from proctor.models.case import Case, ExpectedTool, MetricSpec, Turn
 from proctor.models.outcome import AgentTurn, CaseOutcome, ScoredMetric
 
-NOT_SCORED = "not scored: no metric applied to this case and it expects no tools"
+NOT_SCORED = "not scored: no pass/fail metric applied to this case and it expects no tools"
 
 Binder = Callable[[MetricSpec], BoundMetric]
 
@@ -35,9 +37,19 @@ def rollup_tools_matched(per_turn: list[bool | None]) -> bool | None:
     return not any(value is False for value in per_turn)
 
 
-def rollup_metrics(turns: list[AgentTurn]) -> list[ScoredMetric]:
+def _rolled_score(records: list[tuple[int, ScoredMetric]], metric: Metric | None) -> float | None:
+    """The mean of the turns' scores; an informational metric combines its turns' values its own
+    way (ADK's aggregation: `Metric.aggregate`)."""
+    if records[0][1].informational and metric is not None:
+        return metric.aggregate([m.score for _, m in records])
+    scores = [m.score for _, m in records if m.score is not None]
+    return statistics.fmean(scores) if scores else None
+
+
+def rollup_metrics(turns: list[AgentTurn], measures: dict[str, Metric] | None = None) -> list[ScoredMetric]:
     """One result per metric name: the mean score of the turns that ran it, passed only if every
-    such turn passed; each turn's score is kept in `details.turns`."""
+    such turn passed; each turn's score is kept in `details.turns`. `measures` gives the
+    informational metrics by result name, whose values are combined by their own `aggregate`."""
     by_name: dict[str, list[tuple[int, ScoredMetric]]] = {}
     for number, turn in enumerate(turns, start=1):
         for metric in turn.metrics:
@@ -45,15 +57,15 @@ def rollup_metrics(turns: list[AgentTurn]) -> list[ScoredMetric]:
     rolled = []
     for name, records in by_name.items():
         first = records[0][1]
-        scores = [m.score for _, m in records if m.score is not None]
         errors = [f"turn {n}: {m.error}" for n, m in records if m.error]
         reasons = [f"turn {n}: {m.reason}" for n, m in records if m.reason]
         rolled.append(
             ScoredMetric(
                 metric_name=name,
-                score=statistics.fmean(scores) if scores else None,
+                score=_rolled_score(records, (measures or {}).get(name)),
                 threshold=first.threshold,
                 passed=all(m.passed for _, m in records),
+                informational=first.informational,
                 scale=first.scale,
                 error="; ".join(errors) or None,
                 retry_count=max(m.retry_count for _, m in records),
@@ -84,7 +96,12 @@ def _turn_case(case: Case, turn: Turn) -> Case:
     )
 
 
+def _decides(metrics: list[ScoredMetric]) -> list[ScoredMetric]:
+    return [metric for metric in metrics if not metric.informational]
+
+
 async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
+    measures: dict[str, Metric] = {}
     for number, (expected, actual) in enumerate(zip(case.turns, outcome.turns, strict=False)):
         if actual.error is not None:  # the agent failed on this turn: nothing to score, not passed
             actual.expected_response, actual.passed = expected.expected_response, False
@@ -102,14 +119,16 @@ async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
             expected.expected_tools, actual.tool_calls
         )
         actual.expected_tools = _dumped(expected.expected_tools)
-        actual.metrics = await score_case([bind(spec) for spec in one.metrics], context)
+        bound = [bind(spec) for spec in one.metrics]
+        measures |= {b.spec.label or b.spec.name: b.metric for b in bound if b.metric.informational}
+        actual.metrics = await score_case(bound, context)
         actual.passed = (
             actual.error is None
             and actual.tools_matched is not False
-            and all(metric.passed for metric in actual.metrics)
+            and all(metric.passed for metric in _decides(actual.metrics))
         )  # HoloDeck's rule; a case that no turn scored at all is caught as not scored
     outcome.tools_matched = rollup_tools_matched([turn.tools_matched for turn in outcome.turns])
-    outcome.metrics = rollup_metrics(outcome.turns)
+    outcome.metrics = rollup_metrics(outcome.turns, measures)
 
 
 async def score_turns_before_failure(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
@@ -150,6 +169,6 @@ async def score_outcome(case: Case, outcome: CaseOutcome, context: MetricContext
             outcome.metrics = await score_case([bind(spec) for spec in case.metrics], context)
     except Exception as error:  # a metric that cannot even be built fails its case only
         outcome.errors.append(f"evaluation failed: {error}")
-    outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.metrics if m.error]
-    if not outcome.errors and not outcome.metrics and outcome.tools_matched is None:
+    outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.verdict_metrics if m.error]
+    if not outcome.errors and not outcome.verdict_metrics and outcome.tools_matched is None:
         outcome.errors.append(NOT_SCORED)

@@ -19,6 +19,7 @@ from proctor.regression import (
     record_comparison,
 )
 from proctor.storage import get_engine
+from proctor.storage.runs import metric_stats
 
 A, B = uuid.UUID(int=1), uuid.UUID(int=2)
 
@@ -125,6 +126,7 @@ def _seed_run(
     *,
     outcomes: dict[str, list[bool]],
     scores: dict[str, float] | None = None,
+    informational: dict[str, float] | None = None,
     started: datetime,
     status: RunStatus = RunStatus.COMPLETED,
     agent: str = "agent.py:agent",
@@ -168,6 +170,18 @@ def _seed_run(
                         passed=passed,
                     )
                 )
+            for name, value in (informational or {}).items():  # values without a verdict
+                session.add(
+                    MetricResultRow(
+                        run_id=run.id,
+                        case_result_id=row.id,
+                        case_id=case_id,
+                        metric_name=name,
+                        score=value,
+                        passed=True,
+                        informational=True,
+                    )
+                )
     session.commit()
     return run
 
@@ -209,6 +223,34 @@ def test_seeded_runs_compare_with_the_last_completed_one(session: Session) -> No
     # A pinned baseline wins over the last completed run.
     pinned = record_comparison(session=session, run=tonight, pinned_baseline=old.id)
     assert pinned.baseline_id == old.id and pinned.added == ["c"]
+
+
+def test_informational_values_are_left_out_of_the_comparison(session: Session) -> None:
+    """Tokens per turn growing fortyfold, tool calls falling: neither is a score nor a regression;
+    the verdicts (and the scores of metrics that give one) alone are compared."""
+    now = datetime.now(UTC)
+    _seed_run(
+        session,
+        outcomes={"a": [True], "b": [True]},
+        scores={"rouge": 0.8},
+        informational={"token_usage_v1": 120.0, "tool_call_count_v1": 3.0},
+        started=now - timedelta(days=1),
+    )
+    tonight = _seed_run(
+        session,
+        outcomes={"a": [True], "b": [True]},
+        scores={"rouge": 0.8},
+        informational={"token_usage_v1": 5000.0, "tool_call_count_v1": 0.0},
+        started=now,
+    )
+    change = record_comparison(session=session, run=tonight)
+    assert change is not None and not change.regressed
+    assert [m.name for m in change.metrics] == ["rouge"] and change.worst_metrics() == []
+    assert (change.pass_rate_before, change.pass_rate_after) == (100.0, 100.0)
+    stats = metric_stats(session=session, run_id=tonight.id)
+    assert stats["token_usage_v1"]["informational"] and stats["token_usage_v1"]["passed"] is None
+    assert stats["token_usage_v1"]["avg_score"] == 5000.0
+    assert (stats["rouge"]["informational"], stats["rouge"]["passed"]) == (False, 2)
 
 
 def test_first_run_has_no_baseline_and_an_unknown_pin_is_an_error(session: Session) -> None:

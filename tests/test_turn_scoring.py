@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.loaders import load_suite
-from proctor.models.case import MetricSpec
+from proctor.models.case import MetricSpec, Turn
 from proctor.models.outcome import AgentTurn
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
@@ -129,3 +129,42 @@ def test_the_rollup_keeps_each_metric_once_with_turn_scores() -> None:
     (rolled,) = rollup_metrics([turn(0.9, True), turn(0.4, False), turn(0.8, True)])
     assert rolled.score == pytest.approx(0.7) and rolled.passed is False
     assert [t["turn"] for t in rolled.details["turns"]] == [1, 2, 3]
+
+
+def test_informational_metrics_are_stored_but_never_decide_a_case(sqlite_url: str, tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(
+        "def agent(request):\n"
+        "    request.record_tool_call('lookup', {'q': request.input})\n"
+        "    request.record_usage(prompt_tokens=100, completion_tokens=20)\n"
+        "    return 'Paris'\n"
+    )
+    measured = [MetricSpec(name="tool_call_count_v1"), MetricSpec(name="token_usage_v1")]
+    equality = [MetricSpec(name="equality"), *measured]
+    cases = [
+        make_case(case_id="right", expected_response="Paris", metrics=equality),
+        make_case(case_id="wrong", expected_response="London", metrics=equality),
+        make_case(case_id="measured_only", expected_response="Paris", metrics=measured),
+        make_case(
+            Turn(turn_id="t1", input="a", expected_response="Paris"),
+            Turn(turn_id="t2", input="b", expected_response="Paris"),
+            case_id="per_turn_measured_only",
+            metrics=measured,
+            score_per_turn=True,
+        ),
+    ]
+    run_id = _run(sqlite_url, cases, f"{tmp_path / 'agent.py'}:agent", tmp_path)
+    rows = _rows(sqlite_url, run_id)
+    assert (rows["right"].passed, rows["right"].errors) == (True, [])
+    assert rows["wrong"].passed is False  # equality alone decides
+    for unscored in ("measured_only", "per_turn_measured_only"):  # values, but nothing that passes
+        assert (rows[unscored].passed, rows[unscored].errors) == (False, [NOT_SCORED])
+    with Session(get_engine(sqlite_url)) as session:
+        stored = session.exec(select(MetricResultRow).where(MetricResultRow.run_id == run_id)).all()
+    values = {(m.case_id, m.metric_name): m for m in stored}
+    tokens = values[("right", "token_usage_v1")]
+    assert (tokens.score, tokens.informational, tokens.threshold) == (120.0, True, None)
+    assert values[("right", "tool_call_count_v1")].score == 1.0
+    assert values[("right", "equality")].informational is False
+    rolled = values[("per_turn_measured_only", "token_usage_v1")]
+    assert (rolled.score, rolled.informational) == (120.0, True)  # per turn, averaged over both
+    assert [t["score"] for t in rolled.details["turns"]] == [120.0, 120.0]

@@ -4,11 +4,12 @@ The package is imported as `adk run` / `adk eval` import it (its parent folder o
 package's `root_agent`, found on the package or its `agent` module) and every turn goes
 through google-adk's own `Runner` with an in-memory session per case conversation, started
 from the case's session state. What ADK's eval records is kept: every function call with its
-arguments (as the model gave them) and result, the tokens of every model call
-(`usage_metadata`), the text given before the final answer, and the session state at the end;
-for the ADK metrics whose prompts show them, the turn's events as ADK's eval keeps them
-(`adk_events`) and each agent's instructions and tools from its first model request of the turn
-(`adk_app_details`), see `proctor.metrics.adk_invocation`.
+arguments (as the model gave them) and result, the model calls and their tokens
+(`usage_metadata`: input = prompt + tool-use prompt tokens, output = candidates + thoughts, as
+ADK's `token_usage_v1` counts them, over the events ADK's eval keeps), the text given before the
+final answer, and the session state at the end; for the ADK metrics whose prompts show them, the
+turn's events as ADK's eval keeps them (`adk_events`) and each agent's instructions and tools
+from its first model request of the turn (`adk_app_details`), see `proctor.metrics.adk_invocation`.
 Needs the `adk` extra: `pip install -e '.[adk]'`.
 """
 
@@ -89,6 +90,33 @@ def _model_requests() -> Any:
     return ModelRequests()
 
 
+def kept_by_adk_eval(event: Any) -> bool:
+    """Whether ADK's eval keeps the event in its invocation (`EvaluationGenerator.
+    convert_events_to_eval_invocations`): not the user's, and with a function call or response,
+    text or inline data, or grounding metadata. Its efficiency metrics count only these."""
+    if (event.author or "agent").lower() == "user":
+        return False
+    parts = event.content.parts if event.content is not None and event.content.parts else []
+    if any(p.function_call or p.function_response or p.text or p.inline_data for p in parts):
+        return True
+    return event.grounding_metadata is not None
+
+
+def model_call_of(event: Any) -> tuple[int, int, int]:
+    """What one ADK event adds to its turn, as ADK's efficiency metrics count it: (model calls,
+    input tokens, output tokens). A kept event with usage metadata or a model version is a model
+    call (`_is_model_call_event`); its input is prompt + tool-use prompt tokens and its output
+    candidates + thoughts tokens (`telemetry._token_usage.TokenUsage`)."""
+    if not kept_by_adk_eval(event):
+        return 0, 0, 0
+    usage = event.usage_metadata
+    called = int(usage is not None or event.model_version is not None)
+    if usage is None:
+        return called, 0, 0
+    prompt = (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0)
+    return called, prompt, (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+
+
 def import_root_agent(folder: Path) -> Any:
     """The `root_agent` of an ADK agent package, imported the way `adk eval` imports it."""
     if not folder.is_dir():
@@ -145,16 +173,13 @@ class AdkAgent:
         events: list[dict[str, Any]] = []
         final_event: dict[str, Any] | None = None
         invocation_ids: list[str] = []
-        prompt_tokens = completion_tokens = 0
+        spent = (0, 0, 0)  # model calls, input tokens, output tokens
         async for event in self.runner.run_async(user_id=USER_ID, session_id=session_id, new_message=message):
             invocation_ids.append(event.invocation_id)
             record = event_record(event) if (event.author or "").lower() != "user" else None
             if record is not None:
                 events.append(record)
-            usage = event.usage_metadata
-            if usage is not None:
-                prompt_tokens += usage.prompt_token_count or 0
-                completion_tokens += (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+            spent = tuple(a + b for a, b in zip(spent, model_call_of(event), strict=True))
             for call in event.get_function_calls():
                 calls.append(ToolCall(name=call.name, args=call.args, call_id=call.id))
             for response in event.get_function_responses():
@@ -169,6 +194,7 @@ class AdkAgent:
             call.result = results.get(call.call_id or call.name)
         if final_event is not None:  # ADK's eval keeps the final answer's event without its content
             final_event["parts"] = None
+        model_calls, prompt_tokens, completion_tokens = spent
         session = await self.sessions.get_session(
             app_name=self.app_name, user_id=USER_ID, session_id=session_id
         )
@@ -180,6 +206,7 @@ class AdkAgent:
                 completion_tokens=completion_tokens,
                 total_tokens=prompt_tokens + completion_tokens,
             ),
+            model_calls=model_calls,
             metadata={
                 "session_state": dict(session.state) if session else {},
                 "intermediate_responses": texts,

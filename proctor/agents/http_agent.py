@@ -196,7 +196,9 @@ class HttpAgent:
             )
         if paths.usage:
             usage = _path(data, paths.usage) or {}
-            request.record_usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+            request.record_usage(  # the turn's tokens, not one model call's: how many is not known
+                int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)), model_calls=0
+            )
         return AgentResponse(answer=answer)
 
 

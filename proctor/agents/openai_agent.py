@@ -160,8 +160,10 @@ class OpenAIToolAgent:
                 )
             except openai.APIError as error:  # its message is stored: never with the key in it
                 raise ModelCallError(redact(str(error), self._api_key)) from None
-            if completion.usage:  # recorded as it comes, so a later failure keeps it
-                request.record_usage(completion.usage.prompt_tokens, completion.usage.completion_tokens)
+            # Every completion is one model call, recorded as it comes (a later failure keeps
+            # it), with its tokens when the endpoint reports them.
+            usage = completion.usage
+            request.record_usage(usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
             if not completion.choices:
                 raise ToolLoopError("the model returned no choices")
             message = completion.choices[0].message

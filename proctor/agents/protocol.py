@@ -5,7 +5,9 @@ the answer as a plain string, a dict with `answer` (and optionally `tool_calls`,
 and `components`), or an `AgentResponse`. `components` are the UI components the agent
 showed (Vanna's `UiComponent`: `type`, `content`, `metadata`); without them a turn with an
 answer counts as one `rich_text` component. Tool calls and tokens can also be reported while it
-works, through `request.record_tool_call` and `request.record_usage`.
+works, through `request.record_tool_call` and `request.record_usage` (one call per model call: each
+counts as one inference call, what ADK's `inference_call_count_v1` reports); `model_calls` in the
+response says how many model calls the turn made when the agent counts them itself.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class AgentResponse(BaseModel):
     answer: str
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    model_calls: int | None = Field(default=None, ge=0)  # None: the agent did not count them
     components: list[Component] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -57,12 +60,18 @@ class AgentRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     recorded_tool_calls: list[ToolCall] = field(default_factory=list)
     recorded_usage: TokenUsage = field(default_factory=TokenUsage)
+    recorded_model_calls: int = 0
 
     def record_tool_call(self, name: str, args: dict[str, Any] | None = None, result: Any = None) -> None:
         """Report a tool call as it happens (kept even if the agent later fails)."""
         self.recorded_tool_calls.append(ToolCall(name=name, args=args or {}, result=result))
 
-    def record_usage(self, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+    def record_usage(
+        self, prompt_tokens: int = 0, completion_tokens: int = 0, *, model_calls: int = 1
+    ) -> None:
+        """Report one model call and its tokens, as it happens (kept even if the agent later fails);
+        `model_calls` when the tokens are of several calls, or 0 when how many is not known."""
+        self.recorded_model_calls += model_calls
         self.recorded_usage = self.recorded_usage + TokenUsage(
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -104,11 +113,20 @@ def coerce_response(value: Any, request: AgentRequest) -> AgentResponse:
         raise AgentOutputError(
             f"agent returned {type(value).__name__}; expected str, dict with 'answer', or AgentResponse"
         )
-    if request.recorded_tool_calls or request.recorded_usage.total_tokens:
+    if request.recorded_tool_calls or request.recorded_usage.total_tokens or request.recorded_model_calls:
         response = response.model_copy(
             update={
                 "tool_calls": [*request.recorded_tool_calls, *response.tool_calls],
                 "usage": response.usage + request.recorded_usage,
+                "model_calls": recorded_model_calls(request, response.model_calls),
             }
         )
     return response
+
+
+def recorded_model_calls(request: AgentRequest, returned: int | None = None) -> int | None:
+    """The turn's model calls: those reported through `record_usage` plus any the response
+    counts; None when neither said anything (not known, which is not zero)."""
+    if returned is None and not request.recorded_model_calls:
+        return None
+    return (returned or 0) + request.recorded_model_calls

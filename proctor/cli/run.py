@@ -50,9 +50,11 @@ def summary_table(summary: Any, database_url: str) -> None:
     for name, stat in stats.items():
         avg = f"{stat['avg_score']:.3f}" if stat["avg_score"] is not None else "n/a"
         calls = f"{stat['judge_calls']} ({stat['cached_calls']})" if stat["judge_calls"] else "-"
-        metrics.add_row(
-            escape(name), str(stat["evaluated"]), str(stat["passed"]), str(stat["errors"]), avg, calls
-        )
+        passed = "–" if stat["informational"] else str(stat["passed"])
+        metrics.add_row(escape(name), str(stat["evaluated"]), passed, str(stat["errors"]), avg, calls)
+    if any(stat["informational"] for stat in stats.values()):
+        metrics.caption = "passed –: informational, a value (its mean per case) that never passes or fails"
+        metrics.caption_justify = "left"
     console.print(metrics)
     if failing:
         table = Table(title="failing cases", title_justify="left")

@@ -1,4 +1,9 @@
-"""Google ADK eval files (EvalSet JSON, the legacy list) scored by their `test_config.json`."""
+"""Google ADK eval files (EvalSet JSON, the legacy list) scored by their `test_config.json`.
+
+As in google-adk 2.13.0 (`eval_config.get_eval_metrics_from_config`), every case also reports the
+informational efficiency metrics (tool calls, inference calls, tokens, seconds per turn), which
+never pass or fail; naming one in `criteria` is refused, as ADK refuses it.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from proctor.loaders.metric_specs import (
     specs_from_eval_config,
 )
 from proctor.metrics.adk_multi_turn import RubricBasedMultiTurnTrajectoryQualityV1
+from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from proctor.metrics.adk_rubric import RUBRIC_METRICS, effective_rubrics
 from proctor.metrics.adk_simulator_quality import user_persona
 from proctor.metrics.registry import REGISTRY
@@ -54,6 +60,16 @@ def persona_problems(file: str, cases: list[Case], specs: list[MetricSpec]) -> l
             where = f"eval_cases[{index}].conversation_scenario.user_persona"
             problems.append(Problem(file, where, str(error).replace("\n", "; ")))
     return problems
+
+
+def adk_efficiency_refusal(name: str) -> str:
+    """google-adk 2.13.0's answer to an efficiency metric in `criteria` (where every entry carries
+    a threshold): it refuses the eval (`_efficiency_evaluators._reject_threshold`)."""
+    return (
+        f"{name} does not support a threshold: it reports a value and never passes or fails. "
+        "Remove it from criteria entirely; it is reported automatically on every eval "
+        "(google-adk 2.13.0 refuses it the same way)"
+    )
 
 
 def rubric_problems(
@@ -104,8 +120,15 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
     config, config_source, _ = eval_config_for(
         path, metadata, config_path, default=EvalConfig.model_validate({"criteria": adk.ADK_DEFAULT_CRITERIA})
     )
-    specs = specs_from_eval_config(config)
-    problems = check_specs([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    named = specs_from_eval_config(config)
+    problems = [
+        Problem(config_source, f"criteria.{spec.name}", adk_efficiency_refusal(spec.name))
+        for spec in named
+        if spec.name in ADK_EFFICIENCY_METRICS
+    ]
+    specs = [spec for spec in named if spec.name not in ADK_EFFICIENCY_METRICS]
+    problems += check_specs([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
+    specs += [MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS]  # ADK reports them on every eval
     problems += agent_problems(str(path), metadata.get("agent"), "metadata.agent")
     warnings: list[str] = []
     try:

@@ -10,6 +10,7 @@ from proctor.loaders.errors import Problem, found
 from proctor.loaders.metric_specs import (
     check_spec,
 )
+from proctor.metrics.registry import REGISTRY
 from proctor.models.case import Case, MetricSpec
 
 MAX_ID_LENGTH = 200  # ids name database rows (indexed), report folders and Prefect task runs
@@ -22,6 +23,28 @@ def check_specs(specs_at: list[tuple[str, str, MetricSpec]]) -> list[Problem]:
         if problem is not None:
             problems.append(problem)
     return problems
+
+
+def gives_a_verdict(spec: MetricSpec) -> bool:
+    """An enabled metric that passes or fails (not an informational value)."""
+    return spec.enabled and not (spec.name in REGISTRY and REGISTRY.get(spec.name).informational)
+
+
+def unscored_warnings(file: str, cases: list[Case]) -> list[str]:
+    """Cases no metric can pass or fail and that expect no tools: a run reports them as not
+    scored, never as passed; informational metrics (values without a verdict) do not count."""
+    warnings = []
+    for case in cases:
+        specs = [*case.metrics, *(spec for turn in case.turns for spec in turn.metrics or [])]
+        expects_tools = case.expected_tools is not None or any(
+            turn.expected_tools is not None for turn in case.turns
+        )
+        if not expects_tools and not any(gives_a_verdict(spec) for spec in specs):
+            warnings.append(
+                f"{file}: case {case.display_name!r}: no metric that passes or fails scores it "
+                "and it expects no tools; it will be reported as not scored, never as passed"
+            )
+    return warnings
 
 
 def agent_problems(file: str, agent: Any, location: str) -> list[Problem]:

@@ -202,12 +202,6 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     )
     if problems:
         raise SuiteError(problems)
-    warnings += [
-        f"{where}: test case {case.display_name!r}: no metric scores it and it expects no tools; "
-        "it will be reported as not scored, never as passed"
-        for case in cases
-        if not case.metrics and case.expected_tools is None and not any(turn.metrics for turn in case.turns)
-    ]
     agent = None
     if document.get("model") and document.get("instructions") is not None:
         agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop

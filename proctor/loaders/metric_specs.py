@@ -58,9 +58,13 @@ def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:
         if "judge_model" in metric_fields or (name in REGISTRY and REGISTRY.get(name).kind == "llm")
         else None
     )
-    return MetricSpec(
-        name=name, threshold=criterion.threshold, enabled=criterion.enabled, args=args, model=model
+    # agentflow's criterion defaults its threshold to 0.8; an informational metric takes none, so
+    # only a threshold the file states is kept (and then refused by `check_spec`).
+    informational = name in REGISTRY and REGISTRY.get(name).informational
+    threshold = (
+        None if informational and "threshold" not in criterion.model_fields_set else criterion.threshold
     )
+    return MetricSpec(name=name, threshold=threshold, enabled=criterion.enabled, args=args, model=model)
 
 
 def specs_from_eval_config(config: EvalConfig) -> list[MetricSpec]:
@@ -108,6 +112,8 @@ def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
             "expected a path such as 'answer', 'result.value' or 'items[0].score'; "
             f"found {spec.response_path!r}",
         )
+    if metric.informational:
+        return _informational_problem(spec, file, location)
     threshold, scale = spec.threshold, spec.scale
     if threshold is not None:
         judged_on_a_scale = metric.kind == "llm" and scale is not None and scale > 1
@@ -118,4 +124,31 @@ def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
                 f"{location}.threshold",
                 f"expected a threshold between 0 and {top:g}, got {threshold:g}",
             )
+    return None
+
+
+def informational_refusal(name: str) -> str:
+    """google-adk 2.13.0's reason for refusing a threshold on its efficiency metrics, for Proctor."""
+    return (
+        f"{name} does not support a threshold: it reports a value and never passes or fails "
+        "(google-adk 2.13.0 refuses one too); remove the threshold"
+    )
+
+
+def _informational_problem(spec: MetricSpec, file: str, location: str) -> Problem | None:
+    """An informational metric reports a value of the whole turn, with no verdict: a threshold,
+    a judge's scale or a `response_path` (a field of the answer to grade) has nothing to apply to."""
+    if spec.threshold is not None:
+        return Problem(file, f"{location}.threshold", informational_refusal(spec.name))
+    if spec.scale is not None:
+        return Problem(
+            file, f"{location}.scale", f"{spec.name} reports a value in its own unit: it takes no scale"
+        )
+    if spec.response_path is not None:
+        return Problem(
+            file,
+            f"{location}.response_path",
+            f"{spec.name} measures the turns (tool calls, tokens, time), not the answer: "
+            "response_path does not apply",
+        )
     return None

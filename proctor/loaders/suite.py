@@ -9,7 +9,7 @@ from typing import Any
 from proctor.loaders import adk_parse as adk
 from proctor.loaders.adk import load_adk
 from proctor.loaders.agentflow import load_agentflow
-from proctor.loaders.checks import text_problems
+from proctor.loaders.checks import text_problems, unscored_warnings
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError
 from proctor.loaders.holodeck import HOLODECK_NAMES, load_holodeck
@@ -53,11 +53,12 @@ def detect_format(path: Path, document: Any) -> str:
 
 def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Suite:
     """Load and validate one suite file, whatever its format; then the checks every format
-    shares (text a run could not carry)."""
+    shares (text a run could not carry; cases nothing passes or fails, warned about)."""
     suite = _load_format(Path(path), config_path)
     problems = text_problems(str(path), suite.cases)
     if problems:
         raise SuiteError(problems)
+    suite.warnings += unscored_warnings(str(path), suite.cases)
     return suite
 
 

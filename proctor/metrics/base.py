@@ -7,6 +7,7 @@ arguments rejected, before a run starts) and whose `evaluate` reads one `MetricC
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -93,12 +94,33 @@ class Score:
             raise ValueError(f"a score must lie in 0..1; got {self.value}")
 
 
+@dataclass
+class Measurement:
+    """What an informational metric returns: a value in its own unit (tool calls, tokens,
+    seconds), never a verdict. `value` is None when the agent did not report what it measures
+    (n/a), which is not the same as zero.
+    """
+
+    value: float | None
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.value is not None and not math.isfinite(self.value):
+            raise ValueError(f"a measurement must be a finite number or None; got {self.value}")
+
+
 class Metric(BaseModel):
     """Base of every metric. Subclasses set `name` and implement `evaluate`.
 
     `applies_to` returns False when a case has nothing for the metric to check (no
     expected response for response matching, say); the metric is then not recorded
     for that case rather than scored as a failure.
+
+    An `informational` metric (ADK's efficiency metrics) returns a `Measurement` instead of a
+    `Score`: its value is stored and shown, but it never passes or fails a case, takes no
+    threshold, does not count as scoring a case and is left out of pass rates and regression
+    detection. The runner and reports read this flag, never the metric's name.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -108,20 +130,26 @@ class Metric(BaseModel):
     kind: ClassVar[str] = "deterministic"
     default_threshold: ClassVar[float] = 1.0
     summary: ClassVar[str] = ""
+    informational: ClassVar[bool] = False
 
     def applies_to(self, ctx: MetricContext) -> bool:
         return True
 
-    def evaluate(self, ctx: MetricContext) -> Score:
+    def evaluate(self, ctx: MetricContext) -> Score | Measurement:
         raise NotImplementedError
 
-    async def aevaluate(self, ctx: MetricContext) -> Score:
+    async def aevaluate(self, ctx: MetricContext) -> Score | Measurement:
         """Async entry point; I/O-bound metrics (judges) override this instead.
 
         CPU-bound metrics run inline: a thread would not run pure Python in parallel and
         would cost more than most of them take.
         """
         return self.evaluate(ctx)
+
+    def aggregate(self, per_turn: list[float | None]) -> float | None:
+        """An informational metric's value for a conversation from its turns' values, when the
+        case is scored turn by turn (HoloDeck multi-turn); verdict metrics are rolled up by mean."""
+        raise NotImplementedError
 
     def arguments(self) -> dict[str, Any]:
         """The configuration as stored with every result, for replay and comparison."""

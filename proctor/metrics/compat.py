@@ -2,13 +2,15 @@
 
 The deterministic criteria (`tool_trajectory_avg_score`, `response_match_score`) live in
 `proctor.metrics.adk`, `final_response_match_v2` in `adk_judged`, `hallucinations_v1` in
-`adk_hallucinations`, the rubric judges in `adk_rubric` and `adk_multi_turn`, and
-`per_turn_user_simulator_quality_v1` in `adk_simulator_quality`; this module names them together.
+`adk_hallucinations`, the rubric judges in `adk_rubric` and `adk_multi_turn`,
+`per_turn_user_simulator_quality_v1` in `adk_simulator_quality` and the informational
+efficiency metrics in `adk_efficiency`; this module names them together.
 """
 
 from __future__ import annotations
 
 from proctor.metrics.adk import ResponseMatchScore, ToolTrajectoryAvgScore
+from proctor.metrics.adk_efficiency import ADK_EFFICIENCY
 from proctor.metrics.adk_hallucinations import HallucinationsV1
 from proctor.metrics.adk_judged import FinalResponseMatchV2, majority
 from proctor.metrics.adk_multi_turn import RubricBasedMultiTurnTrajectoryQualityV1
@@ -31,4 +33,5 @@ COMPAT_METRICS: tuple[type[Metric], ...] = (
     HallucinationsV1,
     RubricBasedMultiTurnTrajectoryQualityV1,
     PerTurnUserSimulatorQualityV1,
+    *ADK_EFFICIENCY,
 )

@@ -64,6 +64,10 @@ METRIC_LOCATIONS: dict[str, str] = {
         "adk_multi_turn:RubricBasedMultiTurnTrajectoryQualityV1"
     ),
     "per_turn_user_simulator_quality_v1": "adk_simulator_quality:PerTurnUserSimulatorQualityV1",
+    "tool_call_count_v1": "adk_efficiency:ToolCallCountV1",
+    "inference_call_count_v1": "adk_efficiency:InferenceCallCountV1",
+    "token_usage_v1": "adk_efficiency:TokenUsageV1",
+    "invocation_duration_v1": "adk_efficiency:InvocationDurationV1",
     "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
     "OutputEvaluator": "vanna:VannaOutputEvaluator",
     "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from proctor.judges.judge import Usage, spending
-from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.metrics.base import Measurement, Metric, MetricContext, Score
 from proctor.metrics.response_path import with_response_at
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
@@ -44,12 +44,14 @@ class BoundMetric:
         return self.metric.arguments()
 
     @property
-    def threshold(self) -> float:
-        """The pass mark on the stored 0..1 score.
+    def threshold(self) -> float | None:
+        """The pass mark on the stored 0..1 score; None for an informational metric, which has none.
 
         A judged metric with a `scale` may state its threshold on that scale (3.5 of 5); it is
         mapped onto 0..1 the same way as the judge's scores.
         """
+        if self.metric.informational:
+            return None
         threshold = self.spec.threshold
         if threshold is None:
             return self.metric.default_threshold
@@ -88,7 +90,7 @@ def _delay(attempt: int, error: BaseException) -> float:
     return delay
 
 
-async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score:
+async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score | Measurement:
     call = bound.metric.aevaluate(ctx)
     if bound.spec.timeout_ms is None:
         return await call
@@ -101,6 +103,23 @@ async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score:
         raise _RunnerTimeout from None
 
 
+def _failed(bound: BoundMetric) -> dict[str, Any]:
+    """How a metric that could not score is recorded: failed, unless it is informational, whose
+    result never fails a case (its error is kept on the result, as ADK keeps a metric that
+    could not run as NOT_EVALUATED rather than failing the case)."""
+    if bound.metric.informational:
+        return {"passed": True, "informational": True}
+    return {"passed": False}
+
+
+def _checked(bound: BoundMetric, result: Score | Measurement) -> Score | Measurement:
+    """The result of the kind the metric declares: a Measurement exactly when informational."""
+    if bound.metric.informational != isinstance(result, Measurement):
+        wanted = "a Measurement" if bound.metric.informational else "a Score"
+        raise TypeError(f"metric {bound.spec.name!r} returned {type(result).__name__}; expected {wanted}")
+    return result
+
+
 async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric | None:
     """Score one metric; None when it does not apply to the case."""
     started = time.perf_counter()
@@ -111,7 +130,7 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
             metric_name=bound.spec.label or bound.spec.name,
             threshold=bound.threshold,
             scale=bound.spec.scale,
-            passed=False,
+            **_failed(bound),
             error=f"could not decide whether the metric applies: {_describe(exc, None)}",
             evaluation_time_ms=int((time.perf_counter() - started) * 1000),
             args=bound.arguments,
@@ -161,8 +180,18 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
     if score is None:
         model = ", ".join(sorted(ledger.models)) or (bound.judge.model if bound.judge is not None else None)
         details = {"raw_reply": raw_reply[:4000]} if raw_reply else {}
-        return ScoredMetric(passed=False, error=error, model_used=model, details=details, **common)
-    passed = score.passed if score.passed is not None else score.value >= bound.threshold
+        return ScoredMetric(**_failed(bound), error=error, model_used=model, details=details, **common)
+    if isinstance(score, Measurement):  # a value without a verdict: never fails the case
+        return ScoredMetric(
+            score=score.value,
+            passed=True,
+            informational=True,
+            details=score.details,
+            reason=score.reason,
+            **common,
+        )
+    threshold = bound.threshold if bound.threshold is not None else bound.metric.default_threshold
+    passed = score.passed if score.passed is not None else score.value >= threshold
     return ScoredMetric(
         score=score.value,
         passed=passed,
@@ -175,15 +204,15 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
 
 async def _attempts(
     bound: BoundMetric, ctx: MetricContext, attempts: int
-) -> tuple[Score | None, str | None, str | None, int]:
+) -> tuple[Score | Measurement | None, str | None, str | None, int]:
     """The metric tried up to `attempts` times: its score (or None), last error, raw reply, retries."""
     error: str | None = None
     raw_reply: str | None = None
-    score: Score | None = None
+    score: Score | Measurement | None = None
     retries = 0
     for attempt in range(attempts):
         try:
-            score = await _attempt(bound, ctx)
+            score = _checked(bound, await _attempt(bound, ctx))
             error = None
             break
         except Exception as exc:  # a broken metric is data, not a crash

@@ -57,7 +57,9 @@ def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
             ).where(CaseResultRow.run_id == run_id)
         ).one()
         stats = metric_stats(session=session, run_id=run_id)
-        scores = [s["avg_score"] for s in stats.values() if s["avg_score"] is not None]
+        scores = [  # informational values (tokens, seconds) are not scores
+            s["avg_score"] for s in stats.values() if s["avg_score"] is not None and not s["informational"]
+        ]
         rows.append(
             VariantRow(
                 variant=run.variant or run.agent,

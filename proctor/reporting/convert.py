@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from proctor.models.agentflow import CriterionResult, EvalCaseResult
+from proctor.models.agentflow import CriterionResult, EvalCaseResult, InformationalResult
 from proctor.models.holodeck import FileInput, MetricResult, ProcessedFileInput, TestResult, TurnResult
 from proctor.models.outcome import AgentTurn
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
@@ -32,6 +32,8 @@ def iso(moment: datetime | None) -> str:
 
 
 def metric_result(row: MetricResultRow) -> MetricResult:
+    """HoloDeck's `MetricResult`; an informational value (tool calls, tokens, seconds) keeps its
+    own unit as its score, with `informational: true` and no threshold."""
     return MetricResult(
         metric_name=row.metric_name,
         score=row.score,
@@ -42,7 +44,22 @@ def metric_result(row: MetricResultRow) -> MetricResult:
         retry_count=row.retry_count,
         evaluation_time_ms=row.evaluation_time_ms,
         model_used=row.model_used,
+        informational=True if row.informational else None,
     )
+
+
+def informational_values(metrics: list[MetricResultRow]) -> list[InformationalResult]:
+    """The values reported without a verdict, apart from the scores (agentflow's and Vanna's
+    results hold 0..1 scores only)."""
+    return [
+        InformationalResult(criterion=m.metric_name, value=m.score, details=m.details, error=m.error)
+        for m in metrics
+        if m.informational
+    ]
+
+
+def _verdicts(metrics: list[MetricResultRow]) -> list[MetricResultRow]:
+    return [m for m in metrics if not m.informational]
 
 
 def _markdown_seen(entry: dict[str, Any]) -> str:
@@ -137,7 +154,8 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResul
 
 
 def eval_case_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> EvalCaseResult:
-    """agentflow's `EvalCaseResult`; a metric that errored has score 0 and its error in details."""
+    """agentflow's `EvalCaseResult`; a metric that errored has score 0 and its error in details.
+    Informational values are listed apart, in `informational` (Proctor's addition)."""
     return EvalCaseResult(
         eval_id=row.case_id,
         name=row.case_name,
@@ -150,8 +168,9 @@ def eval_case_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> Eval
                 threshold=metric.threshold if metric.threshold is not None else 0.0,
                 details={**metric.details, **({"error": metric.error} if metric.error else {})},
             )
-            for metric in metrics
+            for metric in _verdicts(metrics)
         ],
+        informational=informational_values(metrics) or None,
         error="; ".join(row.errors) or None,
         duration_seconds=row.execution_ms / 1000,
     )
@@ -195,7 +214,16 @@ def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRu
             execution_time_ms=row.agent_ms,
             total_tokens=row.total_tokens,
             error=agent_error,
-            metadata={"agent": run.agent, "state": row.state},
+            metadata={
+                "agent": run.agent,
+                "state": row.state,
+                # values without a verdict: Vanna's evaluations hold 0..1 verdicts only
+                **(
+                    {"informational": [v.model_dump(exclude_none=True) for v in informational]}
+                    if (informational := informational_values(metrics))
+                    else {}
+                ),
+            },
         ),
         evaluations=[
             EvaluationResult(
@@ -207,7 +235,7 @@ def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRu
                 metrics={"threshold": metric.threshold, **metric.details},
                 timestamp=row.finished_at or row.started_at,
             )
-            for metric in metrics
+            for metric in _verdicts(metrics)
         ],
         execution_time_ms=row.execution_ms,
     )

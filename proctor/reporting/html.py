@@ -56,7 +56,11 @@ class HtmlBuilder:
             self.passing_total += 1
             if len(self.passing) < PASSING_LISTED:
                 self.passing.append(
-                    {"name": case_label(row), "scores": {m.metric_name: m.score for m in metrics}}
+                    {
+                        "name": case_label(row),
+                        "scores": {m.metric_name: m.score for m in metrics},
+                        "informational": {m.metric_name for m in metrics if m.informational},
+                    }
                 )
         else:
             turns = [AgentTurn.model_validate(turn) for turn in row.turns]

@@ -53,7 +53,7 @@ class JUnitBuilder:
             reasons = [
                 f"{m.metric_name}: {m.score if m.score is not None else 'n/a'} < {m.threshold}"
                 for m in metrics
-                if not m.passed
+                if not m.passed and not m.informational
             ]
             if row.tools_matched is False:
                 reasons.append(f"expected tools not called: {row.expected_tools}")

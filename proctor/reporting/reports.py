@@ -87,16 +87,22 @@ def _header(run: EvalRun) -> dict[str, Any]:
     }
 
 
+def pass_rate(stats: dict[str, Any]) -> float | None:
+    """A metric's pass rate in percent; None for an informational metric, which has none."""
+    if stats["informational"]:
+        return None
+    return 100.0 * stats["passed"] / stats["evaluated"] if stats["evaluated"] else 0.0
+
+
 def _markdown_head(
     session: Session, run: EvalRun, header: dict[str, Any], summary: ReportSummary, stats: dict[str, Any]
 ) -> str:
-    pass_rates = {name: 100.0 * s["passed"] / s["evaluated"] for name, s in stats.items() if s["evaluated"]}
     return render(
         "report_head.md.j2",
         report=header,
         summary=summary,
         metrics=[
-            {"name": name, "avg_score": s["avg_score"], "pass_rate": pass_rates.get(name, 0.0)}
+            {"name": name, "avg_score": s["avg_score"], "pass_rate": pass_rate(s)}
             for name, s in stats.items()
         ],
         run=run,
@@ -172,7 +178,7 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
             out_json.write(f"{separator}    {to_json(result)}")
             out_md.write(_markdown_case(row, metric_rows, result, number))
             out_eval.write(f"{separator}    {to_json(eval_case_result(row, metric_rows))}")
-            scores = [m.score for m in metric_rows if m.score is not None]
+            scores = [m.score for m in metric_rows if m.score is not None and not m.informational]
             case_scores.append(sum(scores) / len(scores) if scores else float(bool(row.passed)))
         out_json.write(render("test_report_tail.json.j2", report=header, summary=summary))
         eval_summary = EvalSummary(
@@ -184,7 +190,8 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
             criterion_stats={
                 name: CriterionStats(
                     evaluated=s["evaluated"],
-                    passed=s["passed"],
+                    passed=s["passed"] or 0,
+                    informational=s["informational"] or None,  # Proctor's: a value, no verdict
                     avg_score=s["avg_score"] or 0.0,
                     min_score=s["min_score"] or 0.0,
                     max_score=s["max_score"] or 0.0,

@@ -19,10 +19,20 @@ MAX_FAILURES_LISTED = 50
 
 def failure_reason(row: CaseResultRow, metrics: list[MetricResultRow]) -> str:
     """Why a case did not pass, in one line: its errors, else the metrics below threshold."""
-    reasons = list(row.errors) or [f"{m.metric_name} below threshold" for m in metrics if not m.passed]
+    reasons = list(row.errors) or [
+        f"{m.metric_name} below threshold" for m in metrics if not m.passed and not m.informational
+    ]
     if row.tools_matched is False:
         reasons.append("expected tools not called")
     return "; ".join(reasons)[:300]
+
+
+def _shown_score(metric: MetricResultRow) -> float | str:
+    """A metric's score for a table: its value, else "error", or "n/a" for an informational
+    value the agent did not report (tokens of an agent that reports none)."""
+    if metric.score is not None:
+        return round(metric.score, 3)
+    return "n/a" if metric.informational and not metric.error else "error"
 
 
 def _entry(row: CaseResultRow, metrics: list[MetricResultRow]) -> dict[str, Any]:
@@ -30,7 +40,7 @@ def _entry(row: CaseResultRow, metrics: list[MetricResultRow]) -> dict[str, Any]
         "case": case_label(row),
         "state": row.state,
         "passed": bool(row.passed),
-        **{m.metric_name: (round(m.score, 3) if m.score is not None else "error") for m in metrics},
+        **{m.metric_name: _shown_score(m) for m in metrics},
         "agent_ms": round(row.agent_ms, 1),
         "tokens": row.total_tokens,
         "why": failure_reason(row, metrics),

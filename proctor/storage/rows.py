@@ -150,6 +150,7 @@ def metric_rows(run_id: uuid.UUID, case: Case, outcome: CaseOutcome) -> list[dic
             "score": metric.score,
             "threshold": metric.threshold,
             "passed": metric.passed,
+            "informational": bool(metric.informational),
             "scale": metric.scale,
             "error": metric.error,
             "retry_count": metric.retry_count,

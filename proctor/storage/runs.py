@@ -124,12 +124,17 @@ def iter_results(
 
 
 def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, Any]]:
-    """Per metric: how many scored, how many passed, errors, and mean / min / max score."""
+    """Per metric: how many scored, how many passed, errors, and mean / min / max score.
+
+    An informational metric (a value without a verdict) has `informational` set and `passed`
+    None: it has no pass count, so no pass rate, and its mean is of its values (tokens, seconds).
+    """
+    verdict = col(MetricResultRow.informational).is_not(True)
     rows = session.exec(
         select(
             MetricResultRow.metric_name,
             func.count(),
-            func.sum(sql_case((col(MetricResultRow.passed).is_(True), 1), else_=0)),
+            func.sum(sql_case((verdict & col(MetricResultRow.passed).is_(True), 1), else_=0)),
             func.sum(sql_case((col(MetricResultRow.error).is_not(None), 1), else_=0)),
             func.avg(MetricResultRow.score),
             func.min(MetricResultRow.score),
@@ -137,6 +142,7 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
             func.coalesce(func.sum(MetricResultRow.judge_calls), 0),
             func.coalesce(func.sum(MetricResultRow.cached_calls), 0),
             func.coalesce(func.sum(MetricResultRow.prompt_tokens + MetricResultRow.completion_tokens), 0),
+            func.sum(sql_case((verdict, 1), else_=0)),
         )
         .where(MetricResultRow.run_id == run_id)
         .group_by(MetricResultRow.metric_name)
@@ -145,7 +151,8 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
     return {
         name: {
             "evaluated": int(count),
-            "passed": int(passed or 0),
+            "informational": not verdicts,
+            "passed": int(passed or 0) if verdicts else None,
             "errors": int(errors or 0),
             "avg_score": float(avg) if avg is not None else None,
             "min_score": float(low) if low is not None else None,
@@ -154,7 +161,7 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
             "cached_calls": int(cached),
             "judge_tokens": int(tokens),
         }
-        for name, count, passed, errors, avg, low, high, calls, cached, tokens in rows
+        for name, count, passed, errors, avg, low, high, calls, cached, tokens, verdicts in rows
     }
 
 

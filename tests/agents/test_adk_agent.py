@@ -133,6 +133,7 @@ def test_an_adk_package_runs_with_adks_runner_recording_calls_state_and_tokens(
     assert len(usage) == 3 and response.usage.prompt_tokens == usage[0][0] + usage[1][0] > 0
     assert response.usage.completion_tokens == usage[0][1] + usage[1][1] > 0
     assert second.usage.prompt_tokens == usage[2][0]
+    assert (response.model_calls, second.model_calls) == (2, 1)  # ADK's inference calls per turn
     # The second turn continues the same ADK session: the model sees the first exchange.
     assert second.answer == "Nothing more to do." and second.metadata["session_state"]["last_roll"] == 4
     last_messages = json.dumps(completions[-1]["body"]["messages"])

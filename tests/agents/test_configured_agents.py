@@ -73,6 +73,7 @@ def test_the_tool_loop_runs_tools_and_records_them(weather_agent) -> None:
         ("get_alerts", {"region": "IDF"}, ["storm"]),  # canned, from the case
     ]
     assert response.usage.total_tokens > 0
+    assert response.model_calls == 3  # one per completion: what ADK's inference_call_count_v1 counts
     first, second, third = (r["body"] for r in api.completions)
     assert first["messages"][0] == {
         "role": "system",
@@ -180,6 +181,7 @@ def test_an_http_agent_is_posted_each_turn(http_agent) -> None:
     assert response.answer == "echo: where is my order?"
     assert [(c.name, c.args) for c in response.tool_calls] == [("search", {"q": "where is my order?"})]
     assert response.usage.total_tokens == 10
+    assert response.model_calls is None  # the service's tokens, of how many model calls is not said
     body, headers = service.seen[0]
     assert body == {"message": "where is my order?", "session": "thread-9", "history": []}
     assert headers["authorization"] == "Bearer tok-123"

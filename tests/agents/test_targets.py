@@ -87,6 +87,8 @@ def test_dict_replies_with_tool_calls_and_usage_are_accepted() -> None:
     assert response.answer == "done"
     assert response.tool_calls[0].name == "search" and response.tool_calls[0].result == [1]
     assert response.usage.total_tokens == 15
+    assert response.model_calls is None  # not said: not known, which is not zero
+    assert _invoke(lambda request: {**reply, "model_calls": 2}).model_calls == 2
 
 
 def test_recorded_tool_calls_and_tokens_are_merged_into_the_reply() -> None:
@@ -98,6 +100,17 @@ def test_recorded_tool_calls_and_tokens_are_merged_into_the_reply() -> None:
     response = _invoke(agent)
     assert [(c.name, c.args, c.result) for c in response.tool_calls] == [("lookup", {"id": 7}, "found")]
     assert response.usage.total_tokens == 7
+    assert response.model_calls == 1  # each record_usage is one model call
+
+
+def test_model_calls_recorded_and_returned_add_up() -> None:
+    def agent(request: AgentRequest) -> dict:
+        request.record_usage(prompt_tokens=3, completion_tokens=4)
+        request.record_usage(prompt_tokens=30, completion_tokens=40, model_calls=2)
+        return {"answer": "ok", "model_calls": 1}
+
+    response = _invoke(agent)
+    assert (response.model_calls, response.usage.total_tokens) == (4, 77)
 
 
 @pytest.mark.parametrize(

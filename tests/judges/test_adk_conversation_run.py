@@ -12,6 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.cli import EXIT_PASSED, main
+from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from proctor.models.tables import MetricResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, prompt_of
@@ -104,7 +105,12 @@ def test_proctor_run_scores_adks_conversation_judges(tmp_path: Path, monkeypatch
     assert not any("unexpected prompt" in p for p in prompts)
     with Session(get_engine(database)) as session:
         rows = session.exec(select(MetricResultRow)).all()
-    scores = {(row.case_id, row.metric_name): (row.score, row.passed, row.error) for row in rows}
+    scores = {
+        (row.case_id, row.metric_name): (row.score, row.passed, row.error)
+        for row in rows
+        if not row.informational  # ADK's four efficiency measures, reported on every ADK case
+    }
+    assert {row.metric_name for row in rows if row.informational} == set(ADK_EFFICIENCY_METRICS)
     assert scores == {
         ("static", "hallucinations_v1"): (1.0, True, None),
         ("static", "rubric_based_multi_turn_trajectory_quality_v1"): (1.0, True, None),

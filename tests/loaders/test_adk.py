@@ -12,10 +12,12 @@ import pytest
 
 from proctor.loaders import SuiteError, load_suite
 from proctor.loaders.adk_parse import snake_keys
+from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from tests.conftest import DICE, DICE_CAMEL, LAMP
 
 ROLL_DIE = DICE
 LEGACY = LAMP
+ADK_INFO = [(name, None) for name in ADK_EFFICIENCY_METRICS]
 
 
 def test_the_evalset_file_loads_with_its_test_config() -> None:
@@ -38,6 +40,7 @@ def test_the_evalset_file_loads_with_its_test_config() -> None:
     assert [(s.name, s.threshold) for s in case.metrics] == [
         ("tool_trajectory_avg_score", 1.0),
         ("response_match_score", 0.5),
+        *ADK_INFO,  # as ADK, every case also reports its informational efficiency metrics
     ]
 
 
@@ -50,7 +53,7 @@ def test_the_legacy_file_is_one_conversation() -> None:
         "args": {"room": "Kitchen", "lamp_id": "lamp_2", "state": "OFF"},
     }
     assert turn.expected_response == "I have switched lamp_2 off."
-    assert [s.name for s in case.metrics] == ["tool_trajectory_avg_score"]
+    assert [s.name for s in case.metrics] == ["tool_trajectory_avg_score", *ADK_EFFICIENCY_METRICS]
 
 
 def test_a_camel_case_file_loads_as_its_snake_case_twin() -> None:
@@ -71,7 +74,7 @@ def test_googles_own_fixtures_load(shared_adk: Path) -> None:
     }
     [home] = load_suite(shared_adk / "home_automation_agent" / "simple_test2.test.json").cases
     assert home.turns[0].expected_tool_calls[0].name == "set_device_info"
-    assert [s.name for s in home.metrics] == ["tool_trajectory_avg_score"]
+    assert [s.name for s in home.metrics] == ["tool_trajectory_avg_score", *ADK_EFFICIENCY_METRICS]
 
 
 def test_camel_case_files_load_the_same(tmp_path: Path) -> None:
@@ -98,6 +101,7 @@ def test_without_a_test_config_adks_default_criteria_apply(tmp_path: Path) -> No
     assert [(s.name, s.threshold) for s in specs] == [
         ("tool_trajectory_avg_score", 1.0),
         ("response_match_score", 0.8),
+        *ADK_INFO,
     ]
 
 
@@ -118,7 +122,8 @@ def test_adk_rubrics_and_judge_options_in_a_test_config(tmp_path: Path) -> None:
             }
         )
     )
-    [spec] = load_suite(tmp_path / "s.test.json").cases[0].metrics
+    spec, *efficiency = load_suite(tmp_path / "s.test.json").cases[0].metrics
+    assert [s.name for s in efficiency] == list(ADK_EFFICIENCY_METRICS)
     assert spec.model.name == "gemini-2.5-flash" and spec.args["num_samples"] == 3
     assert spec.args["rubrics"] == [
         {"rubricId": "polite", "rubricContent": {"textProperty": "The answer is polite."}}

@@ -11,6 +11,7 @@ import pytest
 
 from proctor.loaders import SuiteError, load_suite
 from proctor.metrics import REGISTRY
+from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from proctor.models.agentflow import MatchType
 from tests.factories import agent_turn, call, make_ctx
 
@@ -159,8 +160,9 @@ def test_a_rubric_metric_with_only_a_threshold_uses_the_rubrics_on_the_case(tmp_
     suite = load_suite(path)
     assert [r["rubric_id"] for r in suite.cases[0].metadata["adk_rubrics"]] == ["number"]
     assert [r["rubric_id"] for r in suite.cases[0].turns[0].metadata["adk_rubrics"]] == ["polite"]
-    [spec] = suite.cases[0].metrics
+    spec, *efficiency = suite.cases[0].metrics
     assert (spec.name, spec.threshold) == ("rubric_based_final_response_quality_v1", 0.7)
+    assert [s.name for s in efficiency] == list(ADK_EFFICIENCY_METRICS)  # ADK reports them on every eval
 
 
 def test_a_rubric_metric_without_any_rubric_is_refused_and_untyped_rubrics_are_named(tmp_path: Path) -> None:
@@ -292,3 +294,34 @@ def test_a_scenario_persona_the_simulator_judge_cannot_read_is_refused(tmp_path:
         SuiteError, match=r"eval_cases\[0\]\.conversation_scenario\.user_persona.*description"
     ):
         load_suite(_write(tmp_path, cases, config))
+
+
+# -- ADK's efficiency metrics: reported on every eval, refused in criteria -------------------------
+
+
+@pytest.mark.parametrize("criterion", [1.0, {"threshold": 5}, {}, {"matchType": "EXACT"}])
+def test_an_efficiency_metric_in_criteria_is_refused_as_adk_refuses_it(
+    tmp_path: Path, criterion: Any
+) -> None:
+    """ADK gives every criterion a threshold, and its efficiency metrics refuse one: the eval
+    fails. So does loading the set, naming the criterion and saying why."""
+    config = {"criteria": {"response_match_score": 0.8, "token_usage_v1": criterion}}
+    path = _write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], config)
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    [problem] = caught.value.problems
+    assert (problem.file, problem.location) == (str(tmp_path / "test_config.json"), "criteria.token_usage_v1")
+    assert "does not support a threshold" in problem.message
+    assert "reported automatically on every eval" in problem.message
+
+
+def test_every_adk_case_reports_the_four_and_a_case_only_they_measure_is_warned_about(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], {"criteria": {}})
+    suite = load_suite(path)
+    assert [(s.name, s.threshold) for s in suite.cases[0].metrics] == [
+        (name, None) for name in ADK_EFFICIENCY_METRICS
+    ]
+    assert any("no metric that passes or fails scores it" in warning for warning in suite.warnings)
+    scored = _write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], {"criteria": {}})
+    (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
+    assert not any("passes or fails" in warning for warning in load_suite(scored).warnings)

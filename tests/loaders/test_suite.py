@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from proctor.loaders import Problem, SuiteError, load_suite
+from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from proctor.metrics.registry import REGISTRY
 from tests.conftest import DICE, EXAMPLE_SUITE
 
@@ -160,7 +161,11 @@ def test_an_evalset_is_recognised_by_content_without_its_suffix(tmp_path: Path) 
 def test_an_adk_file_loads_with_its_test_config() -> None:
     suite = load_suite(DICE)
     assert suite.source_format == "adk"
-    assert metric_names(suite) == [("tool_trajectory_avg_score", 1.0), ("response_match_score", 0.5)]
+    assert metric_names(suite) == [
+        ("tool_trajectory_avg_score", 1.0),
+        ("response_match_score", 0.5),
+        *[(name, None) for name in ADK_EFFICIENCY_METRICS],  # ADK reports them on every eval
+    ]
 
 
 def test_config_path_is_refused_for_formats_without_criteria(tmp_path: Path) -> None:
@@ -449,3 +454,35 @@ def test_expected_tools_given_as_a_string_is_a_problem(tmp_path: Path) -> None:
 def test_a_turn_that_is_not_a_mapping_is_a_problem(tmp_path: Path) -> None:
     text = "test_cases:\n  - name: chat\n    turns: [hello]\n"
     assert the_problem(write(tmp_path, "agent.yaml", text)).location.startswith("test_cases[0].turns")
+
+
+# -- informational metrics (ADK's efficiency metrics) in every format -------------------------------
+
+
+def test_an_informational_metric_takes_no_threshold_scale_or_response_path(tmp_path: Path) -> None:
+    config = {"criteria": {"tool_call_count_v1": {"threshold": 2}}}
+    problem = the_problem(write(tmp_path, "s.evalset.json", inline_config(config["criteria"])))
+    assert problem.location == "metadata.eval_config.criteria.tool_call_count_v1.threshold"
+    assert "does not support a threshold: it reports a value and never passes or fails" in problem.message
+    for field, value in (("threshold", 0.5), ("scale", 5), ("response_path", "answer")):
+        agent = {
+            "name": "a",
+            "test_cases": [{"input": "hi", "ground_truth": "hi"}],
+            "evaluations": {
+                "metrics": [{"metric": "exact_match"}, {"metric": "token_usage_v1", field: value}]
+            },
+        }
+        problem = the_problem(write(tmp_path, "agent.yaml", json.dumps(agent)))
+        assert problem.location == f"evaluations.metrics[1].{field}"
+        assert problem.message.startswith("token_usage_v1 ")
+
+
+def test_an_informational_metric_without_a_threshold_is_taken_in_agentflow_criteria(tmp_path: Path) -> None:
+    suite = load_suite(
+        write(tmp_path, "s.evalset.json", inline_config({"response_match": 0.5, "token_usage_v1": {}}))
+    )
+    assert metric_names(suite) == [("response_match", 0.5), ("token_usage_v1", None)]
+    assert not [w for w in suite.warnings if "passes or fails" in w]
+    alone = load_suite(write(tmp_path, "t.evalset.json", inline_config({"invocation_duration_v1": {}})))
+    [warning] = [w for w in alone.warnings if "passes or fails" in w]
+    assert "case 'c1'" in warning and "reported as not scored, never as passed" in warning

@@ -8,6 +8,7 @@ from typing import ClassVar
 import pytest
 
 from proctor.metrics import BoundMetric, Metric, MetricContext, Score, runner, score_case, score_metric
+from proctor.metrics.base import Measurement
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
 from tests.factories import agent_turn, make_case, make_ctx
@@ -286,3 +287,64 @@ def test_a_metric_whose_applies_to_raises_is_recorded_as_an_error() -> None:
         ("fixed_test_metric", 1.0, True),
     ]
     assert "KeyError" in results[0].error
+
+
+# -- informational metrics: a value, never a verdict -------------------------------------------
+
+
+class Counted(Metric):
+    """Informational: measures `value` (any size: tokens, seconds), or raises when `broken`."""
+
+    name = "counted_test_metric"
+    informational = True
+    value: float | None = 1234.0
+    broken: bool = False
+
+    def evaluate(self, ctx: MetricContext) -> Measurement:
+        if self.broken:
+            raise ValueError("no turns recorded")
+        return Measurement(value=self.value, reason="counted")
+
+
+class CountedWithAScore(Counted):
+    name = "counted_with_a_score_test_metric"
+
+    def evaluate(self, ctx: MetricContext) -> Score:  # type: ignore[override]
+        return Score(value=1.0)
+
+
+class FixedWithAMeasurement(Fixed):
+    name = "fixed_with_a_measurement_test_metric"
+
+    def evaluate(self, ctx: MetricContext) -> Measurement:  # type: ignore[override]
+        return Measurement(value=3.0)
+
+
+def test_an_informational_value_is_stored_as_it_is_without_a_threshold_or_a_verdict() -> None:
+    result = _score(_bound(Counted()))
+    assert (result.score, result.threshold, result.informational, result.reason) == (
+        1234.0,
+        None,
+        True,
+        "counted",
+    )
+    assert result.passed is True  # by convention: it never fails a case
+    assert _score(_bound(Counted(value=None))).score is None  # n/a, not zero
+
+
+def test_an_informational_metric_that_breaks_keeps_its_error_and_still_gives_no_verdict() -> None:
+    result = _score(_bound(Counted(broken=True)))
+    assert result.error == "ValueError: no turns recorded" and result.score is None
+    assert result.informational and result.passed
+
+
+def test_a_metric_returning_the_other_kind_of_result_is_an_error_not_a_verdict() -> None:
+    measured = _score(_bound(CountedWithAScore()))
+    assert "returned Score; expected a Measurement" in measured.error and measured.informational
+    scored = _score(_bound(FixedWithAMeasurement()))
+    assert "returned Measurement; expected a Score" in scored.error and scored.passed is False
+
+
+def test_a_verdict_metric_is_never_marked_informational() -> None:
+    result = _score(_bound(Fixed(value=0.4)))
+    assert not result.informational and result.passed is False and result.threshold == 1.0

@@ -72,6 +72,36 @@ def test_an_older_database_gains_the_new_columns(tmp_path: Path) -> None:
     assert (run.variant, run.planned_cases) == ("v2", 3)
 
 
+def test_an_older_metric_table_gains_informational_and_its_rows_stay_verdicts(tmp_path: Path) -> None:
+    """Metric rows stored before informational metrics existed read as verdicts (pass counts kept)."""
+    import sqlite3
+    import uuid
+
+    from sqlalchemy import create_engine
+    from sqlmodel import Session, SQLModel
+
+    from proctor.storage.db import add_missing_columns
+    from proctor.storage.runs import metric_stats
+
+    path = tmp_path / "old.db"
+    SQLModel.metadata.create_all(create_engine(f"sqlite:///{path}"))
+    run_id, case_id = uuid.uuid4(), uuid.uuid4()
+    with sqlite3.connect(path) as connection:
+        connection.execute("ALTER TABLE metric_result DROP COLUMN informational")
+        connection.execute(
+            "INSERT INTO metric_result (id, run_id, case_result_id, case_id, metric_name, metric_version, score,"
+            " passed, retry_count, evaluation_time_ms, judge_calls, cached_calls, prompt_tokens,"
+            " completion_tokens, saved_prompt_tokens, saved_completion_tokens, args, details)"
+            " VALUES (?, ?, ?, 'c', 'rouge', '1', 0.9, 1, 0, 0, 0, 0, 0, 0, 0, 0, '{}', '{}')",
+            (uuid.uuid4().hex, run_id.hex, case_id.hex),
+        )
+    engine = create_engine(f"sqlite:///{path}")
+    assert add_missing_columns(engine) == ["metric_result.informational"]
+    with Session(engine) as session:
+        stats = metric_stats(session=session, run_id=run_id)
+    assert (stats["rouge"]["informational"], stats["rouge"]["passed"]) == (False, 1)
+
+
 def test_a_missing_results_database_is_one_line_naming_it_and_the_fix(postgres_server_url) -> None:
     from sqlalchemy.engine import make_url
 
