@@ -15,7 +15,7 @@ import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlmodel import SQLModel, create_engine
+from sqlmodel import create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
 from proctor.env import ENV_REFERENCE
@@ -96,40 +96,6 @@ def _json_dumps(value: Any) -> str:
 JSON_CODEC = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
 
 
-def add_missing_columns(engine: Engine) -> list[str]:
-    """Bring an older results database up to date: add the columns newer Proctor versions
-    added (always nullable or with a constant default), so a stored history keeps working.
-    Returns what was added, as `table.column`."""
-    from sqlalchemy import inspect, text
-
-    inspector = inspect(engine)
-    added = []
-    with engine.begin() as connection:
-        for table in SQLModel.metadata.sorted_tables:
-            if not inspector.has_table(table.name):
-                continue
-            present = {column["name"] for column in inspector.get_columns(table.name)}
-            for column in table.columns:
-                if column.name in present:
-                    continue
-                kind = column.type.compile(dialect=engine.dialect)
-                default = (
-                    column.default.arg if column.default is not None and column.default.is_scalar else None
-                )
-                if default is None and not column.nullable:
-                    default = 0  # every non-null column added so far is a counter
-                clause = (
-                    ""
-                    if default is None
-                    else f" DEFAULT {int(default) if isinstance(default, bool) else default!r}"
-                )
-                connection.execute(
-                    text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}{clause}')
-                )
-                added.append(f"{table.name}.{column.name}")
-    return added
-
-
 def get_engine(url: str | None = None) -> Engine:
     """One engine per URL per process, with the tables created on first use."""
     url = normalize_url(url or default_database_url())
@@ -150,7 +116,6 @@ def get_engine(url: str | None = None) -> Engine:
             engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, **JSON_CODEC)
         try:
             create_schema(engine)
-            add_missing_columns(engine)
         except OperationalError as error:
             engine.dispose()
             raise DatabaseUnavailable(url, error) from None

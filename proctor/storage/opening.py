@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlmodel import SQLModel
 
@@ -121,18 +121,51 @@ def explain(url: str, error: BaseException) -> DatabaseProblem:
     )
 
 
-def create_schema(engine: Engine) -> None:
-    """Create the tables once. On PostgreSQL a transaction-scoped advisory lock makes concurrent
-    first starts wait for each other (CREATE TABLE IF NOT EXISTS alone races on the catalog);
-    anything already there is left alone."""
-    if engine.dialect.name != "postgresql":
-        SQLModel.metadata.create_all(engine)
-        return
+def create_schema(engine: Engine) -> list[str]:
+    """Create the tables once and bring an older database up to date; returns the columns
+    added, as `table.column`. On PostgreSQL a transaction-scoped advisory lock makes concurrent
+    first starts (and upgrades) wait for each other: CREATE TABLE IF NOT EXISTS alone races on
+    the catalog, and two processes adding one column would both try. Anything already there is
+    left alone."""
     from sqlalchemy import text
 
     with engine.begin() as connection:
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
         SQLModel.metadata.create_all(connection)
+        return add_missing_columns(connection)
+
+
+def add_missing_columns(connection: Connection) -> list[str]:
+    """Add the columns newer Proctor versions added (always nullable or with a constant
+    default), so a stored history keeps working after an upgrade."""
+    from sqlalchemy import inspect, text
+
+    inspector = inspect(connection)
+    added = []
+    for table in SQLModel.metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=connection.dialect)
+            default = column.default.arg if column.default is not None and column.default.is_scalar else None
+            if default is None and not column.nullable:
+                default = 0  # every non-null column added so far without a default is a counter
+            clause = "" if default is None else f" DEFAULT {_sql_literal(default)}"
+            connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}{clause}'))
+            added.append(f"{table.name}.{column.name}")
+    return added
+
+
+def _sql_literal(value: object) -> str:
+    """A column default as SQL: booleans as TRUE / FALSE, which PostgreSQL requires for a
+    BOOLEAN column (it refuses DEFAULT 0) and SQLite reads as 1 / 0."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return repr(value)
 
 
 def database_errors() -> tuple[type[BaseException], ...]:

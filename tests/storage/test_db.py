@@ -80,7 +80,7 @@ def test_an_older_metric_table_gains_informational_and_its_rows_stay_verdicts(tm
     from sqlalchemy import create_engine
     from sqlmodel import Session, SQLModel
 
-    from proctor.storage.db import add_missing_columns
+    from proctor.storage.opening import create_schema
     from proctor.storage.runs import metric_stats
 
     path = tmp_path / "old.db"
@@ -96,7 +96,8 @@ def test_an_older_metric_table_gains_informational_and_its_rows_stay_verdicts(tm
             (uuid.uuid4().hex, run_id.hex, case_id.hex),
         )
     engine = create_engine(f"sqlite:///{path}")
-    assert add_missing_columns(engine) == ["metric_result.informational"]
+    assert create_schema(engine) == ["metric_result.informational"]
+    assert create_schema(engine) == []  # once
     with Session(engine) as session:
         stats = metric_stats(session=session, run_id=run_id)
     assert (stats["rouge"]["informational"], stats["rouge"]["passed"]) == (False, 1)
@@ -126,3 +127,50 @@ def test_an_unreachable_results_database_says_what_to_check() -> None:
     message = str(refused.value)
     assert "\n" not in message and "hunter2" not in message and "127.0.0.1:9/results" in message
     assert "Connection refused" in message and "PROCTOR_DATABASE_URL" in message
+
+
+def test_an_older_postgres_database_is_upgraded_once_by_concurrent_starts(postgres_server_url) -> None:
+    """PostgreSQL refuses `BOOLEAN DEFAULT 0`, and two processes adding one column at once would
+    both try: the upgrade runs under the schema lock with a boolean default PostgreSQL takes."""
+    import threading
+
+    import psycopg
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlmodel import SQLModel
+
+    from proctor.storage.db import normalize_url
+    from proctor.storage.opening import create_schema
+
+    server = make_url(normalize_url(postgres_server_url))
+    name = f"proctor_upgrade_{uuid.uuid4().hex[:8]}"
+    admin = server.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    url = server.set(database=name).render_as_string(hide_password=False)
+    try:
+        old = create_engine(url)
+        SQLModel.metadata.create_all(old)
+        with old.begin() as connection:
+            connection.execute(text("ALTER TABLE metric_result DROP COLUMN informational"))
+        old.dispose()
+        results: list[object] = []
+
+        def start() -> None:
+            engine = create_engine(url)
+            try:
+                results.append(create_schema(engine))
+            except Exception as error:  # noqa: BLE001 - the assertion below names it
+                results.append(error)
+            finally:
+                engine.dispose()
+
+        threads = [threading.Thread(target=start) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(map(str, results)) == ["['metric_result.informational']", "[]", "[]", "[]"]
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
