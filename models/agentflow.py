@@ -15,6 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from proctor.models.adk_config import (
+    AdkUserSimulatorConfig,
+    JudgeModelOptions,
+    LiveModelConfig,
+    refuse_custom_metrics,
+    simulator_config,
+)
+
 
 class MessageContent(BaseModel):
     """One message: a role and either plain text or structured parts."""
@@ -232,13 +240,17 @@ class CriterionConfig(BaseModel):
     match_type: MatchType = MatchType.EXACT
     judge_model: str = "gpt-4o-mini"
     rubrics: list[Rubric] = Field(default_factory=list)
+    judge_model_options: JudgeModelOptions | None = None  # ADK's
 
-    @model_validator(mode="after")
-    def _judge_options_mapping(self) -> CriterionConfig:
-        options = (self.model_extra or {}).get("judge_model_options")
-        if options is not None and not isinstance(options, dict):
-            raise ValueError("judge_model_options must be a mapping with judge_model and num_samples")
-        return self
+    @field_validator("judge_model_options", mode="before")
+    @classmethod
+    def _judge_options_mapping(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict | JudgeModelOptions):
+            raise ValueError(
+                "judge_model_options must be a mapping (judge_model, judge_model_config, num_samples, "
+                "parallelism_limit)"
+            )
+        return value
 
 
 class UserSimulatorConfig(BaseModel):
@@ -255,17 +267,18 @@ class UserSimulatorConfig(BaseModel):
 _CAMEL_HUMP = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def snake_case_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """ADK's criteria accept camelCase (`matchType`, `ignoreArgs`, `judgeModelOptions`...) as
-    well as snake_case; one field written both ways is an error, not a silent choice."""
+def snake_case_fields(fields: Any, nested: bool = True) -> Any:
+    """ADK's config and criteria accept camelCase (`matchType`, `ignoreArgs`,
+    `judgeModelOptions`...) as well as snake_case; one field written both ways is an error, not a
+    silent choice. `nested`: the keys of `judge_model_options` too."""
+    if not isinstance(fields, dict):
+        return fields
     converted: dict[str, Any] = {}
     for key, value in fields.items():
         name = _CAMEL_HUMP.sub("_", key).lower() if isinstance(key, str) else key
         if name in converted:
             raise ValueError(f"{name!r} is given twice (once in camelCase); give it once")
-        converted[name] = (
-            snake_case_fields(value) if name == "judge_model_options" and isinstance(value, dict) else value
-        )
+        converted[name] = snake_case_fields(value) if nested and name == "judge_model_options" else value
     return converted
 
 
@@ -294,7 +307,13 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     criteria: dict[str, CriterionConfig] = Field(default_factory=dict)
-    user_simulator_config: UserSimulatorConfig | None = None
+    user_simulator_config: UserSimulatorConfig | AdkUserSimulatorConfig | None = None
+    custom_metrics: Any = None  # ADK's: refused with the reason
+    live_model_config: LiveModelConfig | None = None  # ADK's: the loaders warn it is not used
+
+    _camel = model_validator(mode="before")(lambda value: snake_case_fields(value, nested=False))
+    _simulator = field_validator("user_simulator_config", mode="before")(simulator_config)
+    _custom = field_validator("custom_metrics")(refuse_custom_metrics)
 
     @field_validator("criteria", mode="before")
     @classmethod

@@ -163,6 +163,8 @@ class HallucinationsV1(AdkJudgeOptions):
     name = "hallucinations_v1"
     template = "adk_hallucinations_v1_segmenter.j2"
     validator_template: ClassVar[str] = "adk_hallucinations_v1_validator.j2"
+    # ADK asks its segmenter and validator once per text, one call at a time
+    unused_judge_options: ClassVar[frozenset[str]] = frozenset({"num_samples", "parallelism_limit"})
     default_threshold = 0.8
     summary = "ADK: share of the answer's sentences a judge finds supported by the turn's context."
 
@@ -170,17 +172,24 @@ class HallucinationsV1(AdkJudgeOptions):
 
     async def _check(self, ctx: MetricContext, step: Step, usage: Usage, raws: list[str]) -> dict[str, Any]:
         judge = self._judge(ctx)
-        sentences, raw = await judge.ask_text(
-            self.template, usage, lambda text: parse_sentences(text) or None, response=step.text
+        sentences, raw = await self.ask_adk(
+            judge,
+            self.template,
+            usage,
+            lambda text: parse_sentences(text) or None,
+            sampled=False,
+            response=step.text,
         )
         if not sentences:
             raws.append(raw)
             return {"text": step.text, "score": None, "problem": "No sentences produced by segmenter."}
         tagged = "\n".join(f"<sentence>{sentence}</sentence>" for sentence in sentences)
-        labels, raw = await judge.ask_text(
+        labels, raw = await self.ask_adk(
+            judge,
             self.validator_template,
             usage,
             lambda text: parse_validation(text) or None,
+            sampled=False,
             context=step.context,
             sentences=tagged,
         )

@@ -28,7 +28,6 @@ from proctor.metrics.adk_rubric import (
     AdkRubricMetric,
     effective_rubrics,
     majority_per_rubric,
-    rubric_scores,
 )
 from proctor.metrics.base import MetricContext, Score
 from proctor.metrics.judged import judged_score
@@ -111,19 +110,7 @@ class RubricBasedMultiTurnTrajectoryQualityV1(AdkRubricMetric):
             "properties": properties(rubrics),
         }
         usage = Usage()
-        samples, raws = [], []
-        for sample in range(self.num_samples):
-            scores, raw = await judge.ask_text(
-                self.template,
-                usage,
-                lambda text: rubric_scores(text, rubrics) or None,
-                sample=sample,
-                temperature=self._temperature(judge),
-                **variables,
-            )
-            samples.append(scores or [])
-            if not scores:
-                raws.append(raw)
+        [(samples, raws)] = await self.sample_rubrics(judge, usage, [(rubrics, variables)])
         met = majority_per_rubric(samples)
         scored = [value for value in met.values() if value is not None]
         if not scored:

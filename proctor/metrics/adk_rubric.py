@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from proctor.judges import Usage
-from proctor.metrics.adk_judged import AdkJudgeOptions, unscored
+from proctor.judges import Judge, Usage
+from proctor.metrics.adk_judged import AdkJudgeOptions, limited, unscored
 from proctor.metrics.adk_replies import (
     NO_GROUNDING,
     NO_TOOLS,
@@ -105,33 +105,56 @@ class AdkRubricMetric(AdkJudgeOptions):
 
     rubrics: list[AdkRubric] = Field(default_factory=list)
     num_samples: int = Field(default=5, ge=1, le=10)
+    parallelism_limit: int = Field(default=1, ge=1)
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
         raise NotImplementedError
 
+    async def sample_rubrics(
+        self, judge: Judge, usage: Usage, asked: list[tuple[list[AdkRubric], dict[str, str]]]
+    ) -> list[tuple[list[list[tuple[str, float | None]]], list[str]]]:
+        """Each invocation's `num_samples` verdicts (rubric id, score) and unreadable replies,
+        every call under ADK's `parallelism_limit`."""
+        replies = await limited(
+            [
+                lambda rubrics=rubrics, variables=variables, sample=sample: self.ask_adk(
+                    judge,
+                    self.template,
+                    usage,
+                    lambda text: rubric_scores(text, rubrics) or None,
+                    sample=sample,
+                    **variables,
+                )
+                for rubrics, variables in asked
+                for sample in range(self.num_samples)
+            ],
+            self.parallelism_limit,
+        )
+        results = []
+        for index in range(len(asked)):
+            samples = replies[index * self.num_samples : (index + 1) * self.num_samples]
+            results.append(
+                ([scores or [] for scores, _ in samples], [raw for scores, raw in samples if not scores])
+            )
+        return results
+
     async def aevaluate(self, ctx: MetricContext) -> Score:
         judge = self._judge(ctx)
         usage = Usage()
-        per_turn, pooled, raws = [], [], []
+        asked, actuals = [], []
         for expected, actual in ctx.paired_turns():
             if actual is None:
                 continue
             rubrics = effective_rubrics(self.rubrics, ctx.case, expected, self.rubric_type)
             if not rubrics:
                 raise ValueError("Rubrics are required (none in the criterion, the case or the invocation)")
-            samples = []
-            for sample in range(self.num_samples):
-                scores, raw = await judge.ask_text(
-                    self.template,
-                    usage,
-                    lambda text, rubrics=rubrics: rubric_scores(text, rubrics) or None,
-                    sample=sample,
-                    temperature=self._temperature(judge),
-                    **self.adk_prompt_variables(actual, rubrics),
-                )
-                samples.append(scores or [])
-                if not scores:
-                    raws.append(raw)
+            asked.append((rubrics, self.adk_prompt_variables(actual, rubrics)))
+            actuals.append(actual)
+        per_turn, pooled, raws = [], [], []
+        for actual, (samples, unread) in zip(
+            actuals, await self.sample_rubrics(judge, usage, asked), strict=True
+        ):
+            raws += unread
             met = majority_per_rubric(samples)
             scored = [value for value in met.values() if value is not None]
             pooled += scored

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from jinja2 import pass_context
 from jinja2.runtime import Context
@@ -152,6 +152,7 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
     summary = (
         "ADK: an LLM checks each simulated user message against the scenario; the share valid is the score."
     )
+    unused_judge_options: ClassVar[frozenset[str]] = frozenset({"parallelism_limit"})  # ADK: one at a time
 
     num_samples: int = Field(default=5, ge=1, le=10)
     stop_signal: str = STOP_SIGNAL
@@ -163,13 +164,8 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
         judge = self._judge(ctx)
         votes = []
         for sample in range(self.num_samples):
-            vote, raw = await judge.ask_text(
-                self.template,
-                usage,
-                parse_is_valid,
-                sample=sample,
-                temperature=self._temperature(judge),
-                prompt=prompt,
+            vote, raw = await self.ask_adk(
+                judge, self.template, usage, parse_is_valid, sample=sample, prompt=prompt
             )
             votes.append(vote)
             if vote is None:
