@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.adk_simulator import instructions_template
 from proctor.judges.genai_config import unsent_fields
 from proctor.loaders import adk_parse as adk
 from proctor.loaders.adk_criteria import config_notes
@@ -43,19 +44,21 @@ def scenario_warnings(file: str, cases: list[Case], specs: list[MetricSpec]) -> 
     return [f"{file}: {SIMULATOR_JUDGE} scores only conversation_scenario cases; not {where}"]
 
 
-def persona_problems(file: str, cases: list[Case], specs: list[MetricSpec]) -> list[Problem]:
-    """A scenario's `user_persona` the simulated-user judge cannot read (a malformed persona, or
-    a prebuilt persona's id without google-adk installed), found before anything runs."""
-    if not any(spec.enabled and spec.name == SIMULATOR_JUDGE for spec in specs):
-        return []
+def persona_problems(file: str, cases: list[Case]) -> list[Problem]:
+    """A scenario's `user_persona` the simulated user or its judge cannot read (a malformed
+    persona, a prebuilt persona's id without google-adk installed, custom instructions without
+    `{{ persona }}`), found before anything runs."""
     problems = []
     for index, case in enumerate(cases):
-        scenario = case.metadata.get("conversation_scenario") or {}
+        scenario = case.metadata.get("conversation_scenario")
+        if not scenario:
+            continue
         try:
-            user_persona(scenario.get("user_persona"))
+            persona = user_persona(scenario.get("user_persona"))
+            instructions_template(case.metadata["adk_user_simulator"].get("custom_instructions"), persona)
         except (ValueError, ValidationError) as error:  # a ValidationError is a ValueError too
             where = f"eval_cases[{index}].conversation_scenario.user_persona"
-            problems.append(Problem(file, where, str(error).replace("\n", "; ")))
+            problems.append(Problem(file, where, " ".join(str(error).split())))
     return problems
 
 
@@ -158,8 +161,7 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
     problems += rubric_problems(str(path), cases, specs, warnings)
     warnings += scenario_warnings(str(path), cases, specs)
     simulator = simulator_config(config, config_source, cases, warnings)
-    problems += [simulator] if isinstance(simulator, Problem) else []
-    problems += persona_problems(str(path), cases, specs)
+    problems += [simulator] if isinstance(simulator, Problem) else persona_problems(str(path), cases)
     for index, case in enumerate(cases):
         if not case.turns or not all(turn.input for turn in case.turns):
             where = f"eval_cases[{index}].conversation" if not legacy else "query"

@@ -63,6 +63,9 @@ class UserBehavior(BaseModel):
     behavior_instructions: list[str]
     violation_rubrics: list[str]
 
+    def get_behavior_instructions_str(self) -> str:
+        return "\n".join(f"  * {instruction}" for instruction in self.behavior_instructions)
+
     def get_violation_rubrics_str(self) -> str:
         return "\n".join(f"  * {violation}" for violation in self.violation_rubrics)
 
@@ -93,8 +96,9 @@ def user_persona(value: Any) -> UserPersona | None:
 
 
 @lru_cache(maxsize=1)
-def _environment() -> SandboxedEnvironment:
-    """ADK's `get_per_turn_user_simulator_quality_prompt` environment."""
+def adk_environment() -> SandboxedEnvironment:
+    """The environment ADK renders its simulator prompts in (`get_per_turn_user_simulator_quality_prompt`,
+    `get_llm_backed_user_simulator_prompt`): sandboxed, default settings, `render_string_filter`."""
     environment = SandboxedEnvironment()
 
     @pass_context
@@ -121,7 +125,7 @@ def adk_prompt(
     }
     if persona is not None:
         variables["persona"] = persona
-    return _environment().from_string(source).render(variables)
+    return adk_environment().from_string(source).render(variables)
 
 
 def conversation_history(turns: Sequence[AgentTurn]) -> str:

@@ -298,3 +298,19 @@ def test_the_readme_says_what_proctor_does_with_every_field_of_adks_config_model
             ):
                 missing.append(f"{owner.__name__}.{name}")
     assert not missing, f"fields the README's ADK table does not cover: {missing}"
+
+
+def test_custom_instructions_without_the_persona_are_refused_for_a_persona_scenario(tmp_path: Path) -> None:
+    """ADK raises when it first builds such a prompt; Proctor refuses the set before the run."""
+    persona = {"id": "p", "description": "Polite.", "behaviors": []}
+    scenario = {"starting_prompt": "Hi", "conversation_plan": "Say hi.", "user_persona": persona}
+    config = {
+        "criteria": {},
+        "user_simulator_config": {
+            "custom_instructions": "{{ stop_signal }} {{ conversation_plan }} {{ conversation_history }}"
+        },
+    }
+    with pytest.raises(
+        SuiteError, match=r"eval_cases\[0\]\.conversation_scenario\.user_persona: .*\{\{ persona \}\}"
+    ):
+        load_suite(_write(tmp_path, config, [{"eval_id": "a", "conversation_scenario": scenario}]))
