@@ -9,9 +9,9 @@ score is the mean of the rubric verdicts. Ported from that file; Copyright 2026 
 Apache License 2.0 (http://www.apache.org/licenses/LICENSE-2.0).
 
 The events and app details are the turn's as `adk_invocation` lays them out: an `adk:` agent's
-are ADK's; for any other agent there are no instructions or tool definitions (ADK's prompt then
-shows those sections empty, as for an invocation without app details) and the tool calls come
-after the intermediate text of their turn.
+are ADK's; an `openai:` agent's instructions and tools are its app details; any other agent has
+none (ADK's prompt then shows those sections empty, as for an invocation without app details);
+for both, the tool calls come after the intermediate text of their turn.
 """
 
 from __future__ import annotations

@@ -2,6 +2,10 @@
 and `rubric_based_tool_use_quality_v1`, with ADK's prompts (templates adk_rubric_*.j2), its
 Property/Rationale/Verdict reply parser, majority vote per rubric over samples, and the mean of
 every rubric verdict of every invocation, pooled (ADK's `MeanInvocationResultsSummarizer`).
+
+The prompts show the turn's app details as ADK fills them (`proctor.metrics.adk_invocation`): an
+`adk:` agent's recorded instructions and tool declarations, an `openai:` agent's own; without
+them, empty instructions and "Agent has no tools.", as ADK shows an invocation without any.
 """
 
 from __future__ import annotations
@@ -12,6 +16,13 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from proctor.judges import Judge, Usage
+from proctor.metrics.adk_invocation import (
+    app_details,
+    developer_instructions,
+    grounding_json,
+    tool_declarations_json,
+    turn_events,
+)
 from proctor.metrics.adk_judged import AdkJudgeOptions, limited, unscored
 from proctor.metrics.adk_replies import (
     NO_GROUNDING,
@@ -179,17 +190,20 @@ class RubricBasedFinalResponseQualityV1(AdkRubricMetric):
     rubric_type: ClassVar[str] = "FINAL_RESPONSE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
+        """ADK's `format_auto_rater_prompt`: the turn's app details (the instructions of the agent
+        that spoke first, every agent's tools) and grounding metadata, when it has them."""
         final = text_with_intermediate(
             actual.metadata.get("intermediate_responses", []),
             actual.response,
             self.include_intermediate_responses_in_final,
         )
+        details, events = app_details(actual), turn_events(actual)
         return {
-            "developer_instructions": "",
-            "tool_declarations": NO_TOOLS,
+            "developer_instructions": developer_instructions(details, actual) if details is not None else "",
+            "tool_declarations": tool_declarations_json(details) if details is not None else NO_TOOLS,
             "user_input": actual.input,
             "response_steps": tool_steps_json(actual.tool_calls),
-            "grounding_metadata": NO_GROUNDING,
+            "grounding_metadata": grounding_json(events) or NO_GROUNDING,
             "final_response": final or "",
             "rubrics": rubric_list(rubrics),
         }
@@ -205,8 +219,9 @@ class RubricBasedToolUseQualityV1(AdkRubricMetric):
     rubric_type: ClassVar[str] = "TOOL_USE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
+        details = app_details(actual)
         return {
-            "tool_declarations": NO_TOOLS,
+            "tool_declarations": tool_declarations_json(details) if details is not None else NO_TOOLS,
             "user_input": actual.input,
             "tool_usage": tool_steps_json(actual.tool_calls),
             "rubrics": rubric_list(rubrics),
