@@ -161,8 +161,9 @@ def _proctor_conversation(
         (PERSONA, {"model": "sim-model", "include_function_calls": True}, 2, "stop_signal_detected"),
         (PERSONA, {"model": "sim-model", "custom_instructions": CUSTOM}, 2, "stop_signal_detected"),
         (None, {"model": "sim-model", "max_allowed_invocations": 2}, 1, "turn_limit_reached"),
+        ("NOVICE", {"model": "sim-model"}, 2, "stop_signal_detected"),  # a prebuilt persona, by id
     ],
-    ids=["plan", "persona-with-tool-calls", "custom-instructions", "turn-limit"],
+    ids=["plan", "persona-with-tool-calls", "custom-instructions", "turn-limit", "prebuilt-persona"],
 )
 def test_the_simulated_user_sends_adks_prompts_and_stops_where_adk_stops(
     tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, persona, config, asked, status
@@ -194,7 +195,9 @@ def test_the_simulated_user_sends_adks_prompts_and_stops_where_adk_stops(
     # ADK's view of the conversation: the user's message, the agent's texts, its answer last
     assert "user: Roll a d6 for me.\n\ndice: Let me roll.\n\n" in sent[0]
     assert sent[0].endswith("dice: You rolled a 4 on the d6.") or "custom_instructions" in config
-    if persona and "custom_instructions" not in config:
+    if persona == "NOVICE":
+        assert "while role-playing as the given Persona" in sent[0] and "{{" not in sent[0]
+    if persona == PERSONA and "custom_instructions" not in config:
         assert "A terse tabletop gamer." in sent[0] and "## Terse (ends with </finished>)" in sent[0]
         assert "  * Say </finished> when done." in sent[0]
     if config.get("include_function_calls"):
