@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from proctor.models.adk_config import (
+    AdkUserSimulatorConfig,
+    JudgeModelOptions,
+    LiveModelConfig,
+    refuse_custom_metrics,
+    simulator_config,
+)
 
 
 class MessageContent(BaseModel):
@@ -232,13 +239,17 @@ class CriterionConfig(BaseModel):
     match_type: MatchType = MatchType.EXACT
     judge_model: str = "gpt-4o-mini"
     rubrics: list[Rubric] = Field(default_factory=list)
+    judge_model_options: JudgeModelOptions | None = None  # ADK's
 
-    @model_validator(mode="after")
-    def _judge_options_mapping(self) -> CriterionConfig:
-        options = (self.model_extra or {}).get("judge_model_options")
-        if options is not None and not isinstance(options, dict):
-            raise ValueError("judge_model_options must be a mapping with judge_model and num_samples")
-        return self
+    @field_validator("judge_model_options", mode="before")
+    @classmethod
+    def _judge_options_mapping(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict | JudgeModelOptions):
+            raise ValueError(
+                "judge_model_options must be a mapping (judge_model, judge_model_config, num_samples, "
+                "parallelism_limit)"
+            )
+        return value
 
 
 class UserSimulatorConfig(BaseModel):
@@ -255,17 +266,18 @@ class UserSimulatorConfig(BaseModel):
 _CAMEL_HUMP = re.compile(r"(?<!^)(?=[A-Z])")
 
 
-def snake_case_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """ADK's criteria accept camelCase (`matchType`, `ignoreArgs`, `judgeModelOptions`...) as
-    well as snake_case; one field written both ways is an error, not a silent choice."""
+def snake_case_fields(fields: Any, nested: bool = True) -> Any:
+    """ADK's config and criteria accept camelCase (`matchType`, `ignoreArgs`,
+    `judgeModelOptions`...) as well as snake_case; one field written both ways is an error, not a
+    silent choice. `nested`: the keys of `judge_model_options` too."""
+    if not isinstance(fields, dict):
+        return fields
     converted: dict[str, Any] = {}
     for key, value in fields.items():
         name = _CAMEL_HUMP.sub("_", key).lower() if isinstance(key, str) else key
         if name in converted:
             raise ValueError(f"{name!r} is given twice (once in camelCase); give it once")
-        converted[name] = (
-            snake_case_fields(value) if name == "judge_model_options" and isinstance(value, dict) else value
-        )
+        converted[name] = snake_case_fields(value) if nested and name == "judge_model_options" else value
     return converted
 
 
@@ -294,7 +306,13 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     criteria: dict[str, CriterionConfig] = Field(default_factory=dict)
-    user_simulator_config: UserSimulatorConfig | None = None
+    user_simulator_config: UserSimulatorConfig | AdkUserSimulatorConfig | None = None
+    custom_metrics: Any = None  # ADK's: refused with the reason
+    live_model_config: LiveModelConfig | None = None  # ADK's: the loaders warn it is not used
+
+    _camel = model_validator(mode="before")(lambda value: snake_case_fields(value, nested=False))
+    _simulator = field_validator("user_simulator_config", mode="before")(simulator_config)
+    _custom = field_validator("custom_metrics")(refuse_custom_metrics)
 
     @field_validator("criteria", mode="before")
     @classmethod
@@ -320,68 +338,34 @@ class EvalConfig(BaseModel):
             return cls.model_validate(json.load(handle))
 
 
-class CriterionResult(BaseModel):
-    criterion: str
-    score: float = Field(ge=0.0, le=1.0)
-    passed: bool
-    threshold: float
-    details: dict[str, Any] = Field(default_factory=dict)
+# The report models live beside these (agentflow_results.py); named here too, as the design names them.
+from proctor.models.agentflow_results import (  # noqa: E402
+    CriterionResult,
+    CriterionStats,
+    EvalCaseResult,
+    EvalReport,
+    EvalSummary,
+    InformationalResult,
+)
 
-
-class InformationalResult(BaseModel):
-    """Proctor's addition to agentflow's case result: a value reported without a verdict (ADK's
-    efficiency metrics), in its own unit (tool calls, tokens, seconds), null when not available.
-    Kept apart from `criterion_results`, whose scores are 0..1 verdicts."""
-
-    criterion: str
-    value: float | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
-
-
-class CriterionStats(BaseModel):
-    """How one criterion did across a set (`informational`: a value without a verdict, whose
-    `passed` count is 0 and whose scores are in its own unit)."""
-
-    evaluated: int = 0
-    passed: int = 0
-    avg_score: float = 0.0
-    min_score: float = 0.0
-    max_score: float = 0.0
-    informational: bool | None = None
-
-
-class EvalCaseResult(BaseModel):
-    eval_id: str
-    name: str | None = None
-    passed: bool
-    criterion_results: list[CriterionResult] = Field(default_factory=list)
-    informational: list[InformationalResult] | None = None  # Proctor's: values without a verdict
-    error: str | None = None
-    duration_seconds: float = Field(ge=0.0)
-
-
-class EvalSummary(BaseModel):
-    total_cases: int = Field(ge=0)
-    passed_cases: int = Field(ge=0)
-    failed_cases: int = Field(ge=0)
-    pass_rate: float = Field(ge=0.0, le=1.0)
-    avg_score: float
-    criterion_stats: dict[str, CriterionStats] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _counts_add_up(self) -> EvalSummary:
-        if self.passed_cases + self.failed_cases != self.total_cases:
-            raise ValueError("passed_cases + failed_cases must equal total_cases")
-        return self
-
-
-class EvalReport(BaseModel):
-    report_id: str
-    eval_set_id: str
-    eval_set_name: str | None = None
-    results: list[EvalCaseResult]
-    summary: EvalSummary
-    config_used: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    duration_seconds: float = Field(ge=0.0)
+__all__ = [
+    "CriterionConfig",
+    "CriterionResult",
+    "CriterionStats",
+    "EvalCase",
+    "EvalCaseResult",
+    "EvalConfig",
+    "EvalReport",
+    "EvalSet",
+    "EvalSummary",
+    "InformationalResult",
+    "Invocation",
+    "MatchType",
+    "MessageContent",
+    "Rubric",
+    "SessionInput",
+    "StepType",
+    "ToolCall",
+    "TrajectoryStep",
+    "UserSimulatorConfig",
+]

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from proctor.adk_simulator import AdkSimulation, simulate_adk_user
 from proctor.agents import AgentRequest, AgentThreadsClosed
 from proctor.agents.protocol import recorded_model_calls
 from proctor.chunking import settle_all
@@ -210,6 +211,10 @@ async def _agent_turn(
 
 async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
     """The case's turns in order, in one session; a simulated user's conversation if it has one."""
+    scenario = AdkSimulation.for_case(work.case.metadata)
+    if scenario is not None:
+        await simulate_adk_user(work, runtime, scenario, _agent_turn)
+        return
     plan = SimulationPlan.for_case(work.case.metadata)
     if plan is not None:
         await simulate_user(work, runtime, plan, _agent_turn)

@@ -1,9 +1,9 @@
 """A simulated user: an LLM that talks to the agent toward stated goals.
 
 Driven by agentflow's `EvalConfig.user_simulator_config` (goals, max_invocations, model,
-instructions) or an ADK `conversation_scenario` (starting prompt and conversation plan).
-After each agent reply the simulator says which goals are achieved, whether to stop, and
-writes the next user message; the run records the goals achieved.
+instructions); an ADK `conversation_scenario` is played as ADK plays it, by
+`proctor.adk_simulator`. After each agent reply the simulator says which goals are achieved,
+whether to stop, and writes the next user message; the run records the goals achieved.
 """
 
 from __future__ import annotations
@@ -24,21 +24,13 @@ class SimulationPlan(BaseModel):
     max_invocations: int = Field(default=5, ge=1, le=50)
     model: str = "gpt-4o-mini"
     instructions: str = ""
-    starting_prompt: str | None = None
 
     @classmethod
     def for_case(cls, metadata: dict[str, Any]) -> SimulationPlan | None:
+        """agentflow's simulated user; an ADK `conversation_scenario` is played by
+        `proctor.adk_simulator` instead."""
         if metadata.get("user_simulator"):
             return cls.model_validate(metadata["user_simulator"])
-        scenario = metadata.get("conversation_scenario")
-        if scenario:
-            plan = scenario.get("conversation_plan") or scenario.get("conversationPlan") or ""
-            return cls(
-                goals=[plan] if plan else [],
-                starting_prompt=scenario.get("starting_prompt") or scenario.get("startingPrompt"),
-                instructions=plan,
-                max_invocations=int(scenario.get("max_turns") or scenario.get("max_invocations") or 5),
-            )
         return None
 
 
@@ -83,7 +75,7 @@ async def simulate_user(
     judge = runtime.simulator(plan.model)
     history: list[dict[str, str]] = []
     state = dict(work.case.session.initial_state)
-    message = plan.starting_prompt or work.case.first_input
+    message = work.case.first_input
     achieved: list[str] = []
     usage = Usage()
     for number in range(plan.max_invocations):

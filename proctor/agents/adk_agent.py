@@ -44,8 +44,8 @@ def event_record(event: Any) -> dict[str, Any] | None:
     drops (`EvaluationGenerator.convert_events_to_eval_invocations`: nothing of those, no media)."""
     parts, media = [], False
     for part in (event.content.parts if event.content else None) or []:
-        if part.text:
-            parts.append({"text": part.text})
+        if part.text:  # a thought is kept, marked: ADK's judges read it, its simulated user does not
+            parts.append({"text": part.text} | ({"thought": True} if part.thought else {}))
         elif part.function_call or part.function_response:
             kind = "function_call" if part.function_call else "function_response"
             parts.append({kind: getattr(part, kind).model_dump(mode="json", exclude_none=True)})

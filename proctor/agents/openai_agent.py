@@ -80,6 +80,7 @@ class OpenAIToolAgent:
             if tool.function
         }
         self.schemas = [self._schema(tool) for tool in config.tools]
+        self.app_details = adk_app_details(config.name, self.instructions, self.schemas)
         self.response_format = response_format(config.response_format, config.name, base_dir)
         self.base_url = resolve_base_url(config.model)
         # the provider's client is made here once, so what it cannot do is refused before any case runs
@@ -168,7 +169,9 @@ class OpenAIToolAgent:
                 raise ToolLoopError("the model returned no choices")
             message = completion.choices[0].message
             if not message.tool_calls:
-                return AgentResponse(answer=message.content or "")
+                return AgentResponse(
+                    answer=message.content or "", metadata={"adk_app_details": self.app_details}
+                )
             messages.append(message.model_dump(exclude_none=True))
             for tool_call in message.tool_calls:
                 try:
@@ -187,6 +190,19 @@ class OpenAIToolAgent:
                     }
                 )
         raise ToolLoopError(f"no answer after {self.config.max_tool_rounds} tool rounds")
+
+
+def adk_app_details(name: str, instructions: str, schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent as google-adk's eval records an agent's `AppDetails` (its system instruction and
+    the tools of its model request, as genai `Tool` dumps: one tool whose function declarations
+    carry the JSON schema as `parameters_json_schema`), for ADK's judges that show them."""
+    declarations = [
+        {**({"description": tool["description"]} if tool.get("description") else {}), "name": tool["name"]}
+        | {"parameters_json_schema": tool["parameters"]}
+        for tool in (schema["function"] for schema in schemas)
+    ]
+    tools = [{"function_declarations": declarations}] if declarations else []
+    return {name: {"instructions": instructions, "tool_declarations": tools}}
 
 
 def _function_target(tool: ToolSpec) -> str:

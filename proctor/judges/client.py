@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from proctor.judges.credentials import redact
@@ -32,6 +32,19 @@ class JudgeError(RuntimeError):
 
 class JudgeReplyError(JudgeError):
     """The judge answered, but not with something usable (no choices, bad JSON, out of range)."""
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """What a judge call may set besides model, prompt and temperature, in the OpenAI chat API's
+    terms: a system message, JSON mode, an output cap and further sampling parameters (`top_p`,
+    `seed`, `stop`, `presence_penalty`, `frequency_penalty`). Google ADK's judges take them from
+    a criterion's `judge_model_config` (see `proctor.judges.genai_config`)."""
+
+    system: str | None = None
+    json_mode: bool = False
+    max_tokens: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,7 @@ class JudgeClient:
         json_mode: bool = True,
         timeout_s: float | None = None,
         max_tokens: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> JudgeReply:
         """One attempt; a failure's message and raw reply never carry the key, even when the
         server echoes it back (they are stored with the metric and shown in reports)."""
@@ -129,6 +143,7 @@ class JudgeClient:
                 json_mode=json_mode,
                 timeout_s=timeout_s,
                 max_tokens=max_tokens,
+                params=params,
             )
         except JudgeError as error:
             error.args = (redact(str(error), self._client.api_key),)
@@ -144,6 +159,7 @@ class JudgeClient:
         json_mode: bool = True,
         timeout_s: float | None = None,
         max_tokens: int | None = None,
+        params: dict[str, Any] | None = None,
     ) -> JudgeReply:
         import openai  # loaded already: the client was made with it
 
@@ -151,6 +167,7 @@ class JudgeClient:
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
         if max_tokens:
             extra["max_tokens"] = max_tokens
+        extra.update(params or {})
         try:
             completion = await self._client.chat.completions.create(
                 model=model,

@@ -27,7 +27,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
 
 from proctor.judges.cache import JudgeCache
-from proctor.judges.client import JudgeClient, JudgeReply, JudgeReplyError, cache_key
+from proctor.judges.client import CallOptions, JudgeClient, JudgeReply, JudgeReplyError, cache_key
 from proctor.models.case import MetricSpec
 
 T = TypeVar("T", bound=BaseModel)
@@ -222,15 +222,20 @@ class Judge:
             await self.cache.put(key, reply)
         return verdict
 
-    async def _complete(self, messages: list[dict[str, Any]], temperature: float | None) -> Any:
-        """One call to the judge model, inside the model-call slot when a limit is set."""
+    async def _complete(
+        self, messages: list[dict[str, Any]], temperature: float | None, options: CallOptions | None = None
+    ) -> Any:
+        """One call to the judge model, inside the model-call slot when a limit is set; without
+        `options` it asks for JSON (Proctor's own prompts)."""
         async with self.gate() if self.gate else contextlib.nullcontext():
             return await self.client.complete(
                 model=self.model,
                 messages=messages,
                 temperature=temperature,
+                json_mode=options.json_mode if options else True,
                 timeout_s=self.timeout_s,
-                max_tokens=self.max_tokens,
+                max_tokens=(options.max_tokens if options else None) or self.max_tokens,
+                params=options.params if options else None,
             )
 
     async def ask_text(
@@ -241,22 +246,32 @@ class Judge:
         *,
         sample: int = 0,
         temperature: float | None = None,
+        options: CallOptions | None = None,
         **variables: Any,
     ) -> tuple[P | None, str]:
         """A judge asked as Google ADK asks it: the rendered prompt is the only message (no
-        system prompt, no schema), and the reply is free text read by `parse`, a port of ADK's
-        own reply parser. Returns (parsed or None, raw text); a reply `parse` cannot read is
-        returned, not raised, because ADK drops such a sample and keeps the others, and it is
-        never cached."""
-        messages = [{"role": "user", "content": render_prompt(template, self.custom_prompt, **variables)}]
+        system prompt, no schema, no JSON mode), and the reply is free text read by `parse`, a
+        port of ADK's own reply parser. `options` carry what the criterion's
+        `judge_model_config` sets (a system instruction, JSON, sampling parameters). Returns
+        (parsed or None, raw text); a reply `parse` cannot read is returned, not raised, because
+        ADK drops such a sample and keeps the others, and it is never cached."""
+        options = options or CallOptions()
+        messages = [{"role": "system", "content": options.system}] if options.system else []
+        messages.append({"role": "user", "content": render_prompt(template, self.custom_prompt, **variables)})
         temperature = self.temperature if temperature is None else temperature
-        params = {"temperature": temperature, "sample": sample, "max_tokens": self.max_tokens}
+        params = {
+            "temperature": temperature,
+            "sample": sample,
+            "max_tokens": options.max_tokens or self.max_tokens,
+            "json_mode": options.json_mode,
+            **options.params,
+        }
         key = cache_key(self.client.base_url, self.model, messages, params)
         cached = await self.cache.get(key) if self.cache is not None else None
         if cached is not None and (parsed := parse(cached.text)) is not None:
             _record(usage, cached)
             return parsed, cached.text
-        reply = await self._complete(messages, temperature)
+        reply = await self._complete(messages, temperature, options)
         _record(usage, reply)
         parsed = parse(reply.text)
         if parsed is not None and self.cache is not None:

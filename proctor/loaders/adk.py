@@ -12,7 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.adk_simulator import instructions_template
+from proctor.judges.genai_config import unsent_fields
 from proctor.loaders import adk_parse as adk
+from proctor.loaders.adk_criteria import config_notes
 from proctor.loaders.agentflow import eval_config_for
 from proctor.loaders.checks import agent_problems, check_specs, duplicate_ids, long_ids
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
@@ -24,7 +27,8 @@ from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
 from proctor.metrics.adk_rubric import RUBRIC_METRICS, effective_rubrics
 from proctor.metrics.adk_simulator_quality import user_persona
 from proctor.metrics.registry import REGISTRY
-from proctor.models.agentflow import EvalConfig
+from proctor.models.adk_config import AdkUserSimulatorConfig, set_fields
+from proctor.models.agentflow import EvalConfig, UserSimulatorConfig
 from proctor.models.case import Case, MetricSpec, Suite
 
 RUBRIC_JUDGES = RUBRIC_METRICS | {
@@ -46,19 +50,21 @@ def scenario_warnings(file: str, cases: list[Case], specs: list[MetricSpec]) -> 
     return [f"{file}: {SIMULATOR_JUDGE} scores only conversation_scenario cases; not {where}"]
 
 
-def persona_problems(file: str, cases: list[Case], specs: list[MetricSpec]) -> list[Problem]:
-    """A scenario's `user_persona` the simulated-user judge cannot read (a malformed persona, or
-    a prebuilt persona's id without google-adk installed), found before anything runs."""
-    if not any(spec.enabled and spec.name == SIMULATOR_JUDGE for spec in specs):
-        return []
+def persona_problems(file: str, cases: list[Case]) -> list[Problem]:
+    """A scenario's `user_persona` the simulated user or its judge cannot read (a malformed
+    persona, a prebuilt persona's id without google-adk installed, custom instructions without
+    `{{ persona }}`), found before anything runs."""
     problems = []
     for index, case in enumerate(cases):
-        scenario = case.metadata.get("conversation_scenario") or {}
+        scenario = case.metadata.get("conversation_scenario")
+        if not scenario:
+            continue
         try:
-            user_persona(scenario.get("user_persona"))
+            persona = user_persona(scenario.get("user_persona"))
+            instructions_template(case.metadata["adk_user_simulator"].get("custom_instructions"), persona)
         except (ValueError, ValidationError) as error:  # a ValidationError is a ValueError too
             where = f"eval_cases[{index}].conversation_scenario.user_persona"
-            problems.append(Problem(file, where, str(error).replace("\n", "; ")))
+            problems.append(Problem(file, where, " ".join(str(error).split())))
     return problems
 
 
@@ -70,6 +76,36 @@ def adk_efficiency_refusal(name: str) -> str:
         "Remove it from criteria entirely; it is reported automatically on every eval "
         "(google-adk 2.13.0 refuses it the same way)"
     )
+
+
+def simulator_config(
+    config: EvalConfig, source: str, cases: list[Case], warnings: list[str]
+) -> AdkUserSimulatorConfig | Problem:
+    """ADK's `user_simulator_config` (LlmBackedUserSimulatorConfig; its defaults when absent),
+    kept with every `conversation_scenario` case; agentflow's goals are refused by name."""
+    given = config.user_simulator_config
+    if isinstance(given, UserSimulatorConfig):
+        if given.model_fields_set - {"model"}:
+            return Problem(
+                source,
+                "user_simulator_config",
+                "ADK's user simulator takes type, model, model_configuration, max_allowed_invocations, "
+                "custom_instructions and include_function_calls; goals, max_invocations and instructions "
+                "are agentflow's",
+            )
+        given = AdkUserSimulatorConfig(model=given.model)
+    simulator = given or AdkUserSimulatorConfig()
+    if given is not None and not any(case.metadata.get("conversation_scenario") for case in cases):
+        warnings.append(f"{source}: user_simulator_config: not used: no case has a conversation_scenario")
+    warnings += [
+        f"{source}: user_simulator_config.model_configuration.{name}: not sent to the simulator's model; "
+        "ignored"
+        for name in unsent_fields(set_fields(simulator.model_configuration))
+    ]
+    for case in cases:
+        if case.metadata.get("conversation_scenario"):
+            case.metadata["adk_user_simulator"] = simulator.model_dump(mode="json")
+    return simulator
 
 
 def rubric_problems(
@@ -130,7 +166,7 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
     problems += check_specs([(config_source, f"criteria.{spec.name}", spec) for spec in specs])
     specs += [MetricSpec(name=name) for name in ADK_EFFICIENCY_METRICS]  # ADK reports them on every eval
     problems += agent_problems(str(path), metadata.get("agent"), "metadata.agent")
-    warnings: list[str] = []
+    warnings: list[str] = [f"{config_source}: {note}" for note in config_notes(config)]
     try:
         if legacy:
             cases = [adk.case_from_legacy(document, path, specs)]
@@ -147,7 +183,8 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
         cases = []
     problems += rubric_problems(str(path), cases, specs, warnings)
     warnings += scenario_warnings(str(path), cases, specs)
-    problems += persona_problems(str(path), cases, specs)
+    simulator = simulator_config(config, config_source, cases, warnings)
+    problems += [simulator] if isinstance(simulator, Problem) else persona_problems(str(path), cases)
     for index, case in enumerate(cases):
         if not case.turns or not all(turn.input for turn in case.turns):
             where = f"eval_cases[{index}].conversation" if not legacy else "query"

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from proctor.files import leaves_roots
+from proctor.loaders.adk_criteria import config_notes
 from proctor.loaders.checks import agent_problems, check_specs, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
@@ -15,6 +16,7 @@ from proctor.loaders.metric_specs import (
     specs_from_eval_config,
 )
 from proctor.metrics.registry import REGISTRY
+from proctor.models.adk_config import AdkUserSimulatorConfig
 from proctor.models.agentflow import EvalConfig, EvalSet, SessionInput
 from proctor.models.case import Case, MetricSpec, Suite, Turn
 
@@ -93,7 +95,17 @@ def load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite
             )
     specs = specs_from_eval_config(config)
     prefix = "metadata.eval_config." if config_source == str(path) else ""
+    warnings += [f"{config_source}: {prefix}{note}" for note in config_notes(config)]
     problems = check_specs([(config_source, f"{prefix}criteria.{spec.name}", spec) for spec in specs])
+    if isinstance(config.user_simulator_config, AdkUserSimulatorConfig):
+        problems.append(
+            Problem(
+                config_source,
+                f"{prefix}user_simulator_config",
+                "ADK's LLM-backed user simulator plays the conversation_scenario cases of ADK eval sets; "
+                "an agentflow evalset's simulated user takes model, goals, max_invocations and instructions",
+            )
+        )
     for index, eval_case in enumerate(evalset.eval_cases):
         if not eval_case.conversation:
             problems.append(

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from proctor.loaders.adk_criteria import read_criterion
 from proctor.loaders.errors import Problem
 from proctor.metrics.registry import REGISTRY, MetricConfigError
 from proctor.metrics.response_path import is_valid_path
@@ -36,23 +37,17 @@ def require_text(entry: dict[str, Any], fields: tuple[str, ...]) -> None:
 
 
 def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:
-    """An agentflow criterion as a metric spec; fields the metric takes become its args.
-
-    ADK's `judge_model_options` ({judge_model, num_samples}) become the judge model and the
-    metric's `num_samples`.
-    """
-    args = dict(criterion.model_extra or {})
-    judge_options = args.pop("judge_model_options", None) or {}
-    if "adk_rubrics" in args:
-        args["rubrics"] = args.pop("adk_rubrics")
-    if judge_options.get("num_samples") is not None:
-        args["num_samples"] = judge_options["num_samples"]
+    """An agentflow or ADK criterion as a metric spec; the fields the metric reads become its
+    args (`proctor.loaders.adk_criteria`: ADK's `judge_model_options` give the judge model and
+    the metric's `num_samples`, `judge_model_config` and `parallelism_limit`)."""
+    args = read_criterion(name, criterion).args
     metric_fields = REGISTRY.get(name).model_fields if name in REGISTRY else {}
     if "match_type" in metric_fields:
         args.setdefault("match_type", criterion.match_type.value)
     if "rubrics" in metric_fields and criterion.rubrics:
         args.setdefault("rubrics", [rubric.model_dump() for rubric in criterion.rubrics])
-    judge_model = judge_options.get("judge_model") or criterion.judge_model
+    options = criterion.judge_model_options
+    judge_model = (options.judge_model if options else None) or criterion.judge_model
     model = (
         LLMProvider(name=judge_model)
         if "judge_model" in metric_fields or (name in REGISTRY and REGISTRY.get(name).kind == "llm")

@@ -11,10 +11,11 @@ message); the parsers, the context and the aggregation are ported from the same 
 The context is ADK's: developer instructions, the user prompt, tool definitions, grounding
 metadata, then every earlier event's text, `tool_calls` and `tool_outputs`, from the turn as
 `adk_invocation` lays it out. For an `adk:` agent that is what ADK builds; for any other agent
-the events are laid out from Proctor's record (texts before calls, one call per event) and there
-are no app details, so the context says "Agent has no tools." with empty instructions, as ADK's
-does for an invocation without app details. Proctor adds nothing else (no attached files, no
-HoloDeck retrieval context): a score Proctor gives is the score ADK's prompt gives.
+the events are laid out from Proctor's record (texts before calls, one call per event); an
+`openai:` agent's instructions and tools are its app details, and an agent without them gets
+"Agent has no tools." with empty instructions, as ADK's context for an invocation without app
+details. Proctor adds nothing else (no attached files, no HoloDeck retrieval context): a score
+Proctor gives is the score ADK's prompt gives.
 
 Where ADK logs and drops a step whose judge call raised, Proctor raises: the runner retries the
 metric, and records an error rather than a score from the remaining steps.
@@ -29,7 +30,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from proctor.judges import Usage
-from proctor.metrics.adk_invocation import AdkEvent, AgentDetails, app_details, turn_events
+from proctor.metrics.adk_invocation import (
+    AdkEvent,
+    AgentDetails,
+    app_details,
+    grounding_json,
+    tool_declarations_json,
+    turn_events,
+)
 from proctor.metrics.adk_judged import AdkJudgeOptions, unscored
 from proctor.metrics.adk_replies import NO_GROUNDING, NO_TOOLS
 from proctor.metrics.base import MetricContext, Score
@@ -82,11 +90,6 @@ def accuracy(results: list[dict[str, str | None]]) -> float | None:
     return statistics.mean(scores) if scores else None
 
 
-def _json(value: Any) -> str:
-    # pydantic's model_dump_json(indent=2), as ADK serialises tool declarations and grounding
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
 def build_context(turn: AgentTurn, details: dict[str, AgentDetails] | None, events: list[AdkEvent]) -> str:
     """ADK's `_create_context_for_step` for the events before the text being checked."""
     instructions, tools = "", NO_TOOLS
@@ -94,21 +97,14 @@ def build_context(turn: AgentTurn, details: dict[str, AgentDetails] | None, even
         instructions = "\n\n".join(
             f"{name}:\n{agent.instructions}" for name, agent in details.items() if agent.instructions
         )
-        tools = _json(
-            {"tool_declarations": {name: agent.tool_declarations for name, agent in details.items()}}
-        )
-    grounding = [
-        {"step": step, "author": event.author, "grounding_metadata": event.grounding_metadata}
-        for step, event in enumerate(events)
-        if event.grounding_metadata
-    ]
+        tools = tool_declarations_json(details)
     parts = [
         f"Developer instructions:\n{instructions}\n",
         f"User prompt:\n{turn.input}\n",
         "Tool definitions:",
         f"{tools}\n",
         "Grounding metadata:",
-        f"{_json({'grounding_metadata': grounding}) if grounding else NO_GROUNDING}\n",
+        f"{grounding_json(events) or NO_GROUNDING}\n",
     ]
     for event in events:
         if not event.parts:
@@ -163,6 +159,8 @@ class HallucinationsV1(AdkJudgeOptions):
     name = "hallucinations_v1"
     template = "adk_hallucinations_v1_segmenter.j2"
     validator_template: ClassVar[str] = "adk_hallucinations_v1_validator.j2"
+    # ADK asks its segmenter and validator once per text, one call at a time
+    unused_judge_options: ClassVar[frozenset[str]] = frozenset({"num_samples", "parallelism_limit"})
     default_threshold = 0.8
     summary = "ADK: share of the answer's sentences a judge finds supported by the turn's context."
 
@@ -170,17 +168,24 @@ class HallucinationsV1(AdkJudgeOptions):
 
     async def _check(self, ctx: MetricContext, step: Step, usage: Usage, raws: list[str]) -> dict[str, Any]:
         judge = self._judge(ctx)
-        sentences, raw = await judge.ask_text(
-            self.template, usage, lambda text: parse_sentences(text) or None, response=step.text
+        sentences, raw = await self.ask_adk(
+            judge,
+            self.template,
+            usage,
+            lambda text: parse_sentences(text) or None,
+            sampled=False,
+            response=step.text,
         )
         if not sentences:
             raws.append(raw)
             return {"text": step.text, "score": None, "problem": "No sentences produced by segmenter."}
         tagged = "\n".join(f"<sentence>{sentence}</sentence>" for sentence in sentences)
-        labels, raw = await judge.ask_text(
+        labels, raw = await self.ask_adk(
+            judge,
             self.validator_template,
             usage,
             lambda text: parse_validation(text) or None,
+            sampled=False,
             context=step.context,
             sentences=tagged,
         )

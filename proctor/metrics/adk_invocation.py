@@ -10,12 +10,16 @@ tools of the first model request of the turn). For any other agent, what Proctor
 laid out as ADK's events would be: the text given before the answer
 (`metadata["intermediate_responses"]`) first, then every tool call as an event of its own
 followed by its result as another, all authored "agent". What that cannot say: where the texts
-fell among the calls, and which calls one model step made together. Such a turn has no app
-details, as an ADK invocation read back from a stored session has none.
+fell among the calls, and which calls one model step made together. An `openai:` agent
+(proctor/agents/openai_agent.py) reports its app details as ADK would record them for an agent of
+its name (its instructions, its tools as function declarations with a JSON schema) and its events
+are authored by that name; any other agent's turn has none, as an ADK invocation read back from a
+stored session has none.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,18 +75,21 @@ def function_response(call: ToolCall) -> dict[str, Any]:
 
 def turn_events(turn: AgentTurn) -> list[AdkEvent]:
     """The turn's `invocation_events`: as recorded by the `adk:` runner, else laid out from the
-    intermediate texts and the tool calls (see the module's docstring)."""
+    intermediate texts and the tool calls (see the module's docstring), authored by the agent
+    whose app details the turn reports (an `openai:` agent's name), else "agent"."""
     recorded = turn.metadata.get("adk_events")
     if recorded is not None:
         return [
             AdkEvent(event.get("author") or AGENT, event.get("parts"), event.get("grounding_metadata"))
             for event in recorded
         ]
-    events = [AdkEvent(AGENT, [{"text": text}]) for text in turn.metadata.get("intermediate_responses", [])]
+    reported = turn.metadata.get("adk_app_details") or {}
+    author = next(iter(reported)) if len(reported) == 1 else AGENT
+    events = [AdkEvent(author, [{"text": text}]) for text in turn.metadata.get("intermediate_responses", [])]
     for call in turn.tool_calls:
-        events.append(AdkEvent(AGENT, [{"function_call": function_call(call)}]))
+        events.append(AdkEvent(author, [{"function_call": function_call(call)}]))
         if call.result is not None:
-            events.append(AdkEvent(AGENT, [{"function_response": function_response(call)}]))
+            events.append(AdkEvent(author, [{"function_response": function_response(call)}]))
     return events
 
 
@@ -95,3 +102,38 @@ def app_details(turn: AgentTurn) -> dict[str, AgentDetails] | None:
         name: AgentDetails(details.get("instructions") or "", list(details.get("tool_declarations") or []))
         for name, details in recorded.items()
     }
+
+
+def adk_json(value: Any) -> str:
+    """pydantic's `model_dump_json(indent=2)`, as ADK serialises what it shows its judges."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def tool_declarations_json(details: dict[str, AgentDetails]) -> str:
+    """ADK's `get_tool_declarations_as_json_str`: every agent's tools, by agent name."""
+    return adk_json({"tool_declarations": {name: agent.tool_declarations for name, agent in details.items()}})
+
+
+def grounding_json(events: list[AdkEvent]) -> str | None:
+    """ADK's grounding metadata entries (step, author, metadata) of the events; None if none."""
+    grounding = [
+        {"step": step, "author": event.author, "grounding_metadata": event.grounding_metadata}
+        for step, event in enumerate(events)
+        if event.grounding_metadata
+    ]
+    return adk_json({"grounding_metadata": grounding}) if grounding else None
+
+
+def developer_instructions(details: dict[str, AgentDetails], turn: AgentTurn) -> str:
+    """The instructions ADK's `rubric_based_final_response_quality_v1` shows: those of the agent
+    that authored the invocation's first recorded event (an author the app details do not name
+    is an error, as in ADK's `AppDetails.get_developer_instructions`), else of the first agent
+    (ADK's choice for an invocation without events)."""
+    events = turn_events(turn)
+    if turn.metadata.get("adk_events") and events:
+        name: str | None = events[0].author
+        if name not in details:
+            raise ValueError(f"`{name}` not found in the agentic system.")
+    else:
+        name = events[0].author if events and events[0].author in details else next(iter(details), None)
+    return details[name].instructions if name is not None else ""

@@ -9,9 +9,9 @@ score is the mean of the rubric verdicts. Ported from that file; Copyright 2026 
 Apache License 2.0 (http://www.apache.org/licenses/LICENSE-2.0).
 
 The events and app details are the turn's as `adk_invocation` lays them out: an `adk:` agent's
-are ADK's; for any other agent there are no instructions or tool definitions (ADK's prompt then
-shows those sections empty, as for an invocation without app details) and the tool calls come
-after the intermediate text of their turn.
+are ADK's; an `openai:` agent's instructions and tools are its app details; any other agent has
+none (ADK's prompt then shows those sections empty, as for an invocation without app details);
+for both, the tool calls come after the intermediate text of their turn.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from proctor.metrics.adk_rubric import (
     AdkRubricMetric,
     effective_rubrics,
     majority_per_rubric,
-    rubric_scores,
 )
 from proctor.metrics.base import MetricContext, Score
 from proctor.metrics.judged import judged_score
@@ -111,19 +110,7 @@ class RubricBasedMultiTurnTrajectoryQualityV1(AdkRubricMetric):
             "properties": properties(rubrics),
         }
         usage = Usage()
-        samples, raws = [], []
-        for sample in range(self.num_samples):
-            scores, raw = await judge.ask_text(
-                self.template,
-                usage,
-                lambda text: rubric_scores(text, rubrics) or None,
-                sample=sample,
-                temperature=self._temperature(judge),
-                **variables,
-            )
-            samples.append(scores or [])
-            if not scores:
-                raws.append(raw)
+        [(samples, raws)] = await self.sample_rubrics(judge, usage, [(rubrics, variables)])
         met = majority_per_rubric(samples)
         scored = [value for value in met.values() if value is not None]
         if not scored:

@@ -2,6 +2,10 @@
 and `rubric_based_tool_use_quality_v1`, with ADK's prompts (templates adk_rubric_*.j2), its
 Property/Rationale/Verdict reply parser, majority vote per rubric over samples, and the mean of
 every rubric verdict of every invocation, pooled (ADK's `MeanInvocationResultsSummarizer`).
+
+The prompts show the turn's app details as ADK fills them (`proctor.metrics.adk_invocation`): an
+`adk:` agent's recorded instructions and tool declarations, an `openai:` agent's own; without
+them, empty instructions and "Agent has no tools.", as ADK shows an invocation without any.
 """
 
 from __future__ import annotations
@@ -11,8 +15,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from proctor.judges import Usage
-from proctor.metrics.adk_judged import AdkJudgeOptions, unscored
+from proctor.judges import Judge, Usage
+from proctor.metrics.adk_invocation import (
+    app_details,
+    developer_instructions,
+    grounding_json,
+    tool_declarations_json,
+    turn_events,
+)
+from proctor.metrics.adk_judged import AdkJudgeOptions, limited, unscored
 from proctor.metrics.adk_replies import (
     NO_GROUNDING,
     NO_TOOLS,
@@ -105,33 +116,56 @@ class AdkRubricMetric(AdkJudgeOptions):
 
     rubrics: list[AdkRubric] = Field(default_factory=list)
     num_samples: int = Field(default=5, ge=1, le=10)
+    parallelism_limit: int = Field(default=1, ge=1)
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
         raise NotImplementedError
 
+    async def sample_rubrics(
+        self, judge: Judge, usage: Usage, asked: list[tuple[list[AdkRubric], dict[str, str]]]
+    ) -> list[tuple[list[list[tuple[str, float | None]]], list[str]]]:
+        """Each invocation's `num_samples` verdicts (rubric id, score) and unreadable replies,
+        every call under ADK's `parallelism_limit`."""
+        replies = await limited(
+            [
+                lambda rubrics=rubrics, variables=variables, sample=sample: self.ask_adk(
+                    judge,
+                    self.template,
+                    usage,
+                    lambda text: rubric_scores(text, rubrics) or None,
+                    sample=sample,
+                    **variables,
+                )
+                for rubrics, variables in asked
+                for sample in range(self.num_samples)
+            ],
+            self.parallelism_limit,
+        )
+        results = []
+        for index in range(len(asked)):
+            samples = replies[index * self.num_samples : (index + 1) * self.num_samples]
+            results.append(
+                ([scores or [] for scores, _ in samples], [raw for scores, raw in samples if not scores])
+            )
+        return results
+
     async def aevaluate(self, ctx: MetricContext) -> Score:
         judge = self._judge(ctx)
         usage = Usage()
-        per_turn, pooled, raws = [], [], []
+        asked, actuals = [], []
         for expected, actual in ctx.paired_turns():
             if actual is None:
                 continue
             rubrics = effective_rubrics(self.rubrics, ctx.case, expected, self.rubric_type)
             if not rubrics:
                 raise ValueError("Rubrics are required (none in the criterion, the case or the invocation)")
-            samples = []
-            for sample in range(self.num_samples):
-                scores, raw = await judge.ask_text(
-                    self.template,
-                    usage,
-                    lambda text, rubrics=rubrics: rubric_scores(text, rubrics) or None,
-                    sample=sample,
-                    temperature=self._temperature(judge),
-                    **self.adk_prompt_variables(actual, rubrics),
-                )
-                samples.append(scores or [])
-                if not scores:
-                    raws.append(raw)
+            asked.append((rubrics, self.adk_prompt_variables(actual, rubrics)))
+            actuals.append(actual)
+        per_turn, pooled, raws = [], [], []
+        for actual, (samples, unread) in zip(
+            actuals, await self.sample_rubrics(judge, usage, asked), strict=True
+        ):
+            raws += unread
             met = majority_per_rubric(samples)
             scored = [value for value in met.values() if value is not None]
             pooled += scored
@@ -156,17 +190,20 @@ class RubricBasedFinalResponseQualityV1(AdkRubricMetric):
     rubric_type: ClassVar[str] = "FINAL_RESPONSE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
+        """ADK's `format_auto_rater_prompt`: the turn's app details (the instructions of the agent
+        that spoke first, every agent's tools) and grounding metadata, when it has them."""
         final = text_with_intermediate(
             actual.metadata.get("intermediate_responses", []),
             actual.response,
             self.include_intermediate_responses_in_final,
         )
+        details, events = app_details(actual), turn_events(actual)
         return {
-            "developer_instructions": "",
-            "tool_declarations": NO_TOOLS,
+            "developer_instructions": developer_instructions(details, actual) if details is not None else "",
+            "tool_declarations": tool_declarations_json(details) if details is not None else NO_TOOLS,
             "user_input": actual.input,
             "response_steps": tool_steps_json(actual.tool_calls),
-            "grounding_metadata": NO_GROUNDING,
+            "grounding_metadata": grounding_json(events) or NO_GROUNDING,
             "final_response": final or "",
             "rubrics": rubric_list(rubrics),
         }
@@ -182,8 +219,9 @@ class RubricBasedToolUseQualityV1(AdkRubricMetric):
     rubric_type: ClassVar[str] = "TOOL_USE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
+        details = app_details(actual)
         return {
-            "tool_declarations": NO_TOOLS,
+            "tool_declarations": tool_declarations_json(details) if details is not None else NO_TOOLS,
             "user_input": actual.input,
             "tool_usage": tool_steps_json(actual.tool_calls),
             "rubrics": rubric_list(rubrics),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from jinja2 import pass_context
 from jinja2.runtime import Context
@@ -63,6 +63,9 @@ class UserBehavior(BaseModel):
     behavior_instructions: list[str]
     violation_rubrics: list[str]
 
+    def get_behavior_instructions_str(self) -> str:
+        return "\n".join(f"  * {instruction}" for instruction in self.behavior_instructions)
+
     def get_violation_rubrics_str(self) -> str:
         return "\n".join(f"  * {violation}" for violation in self.violation_rubrics)
 
@@ -93,8 +96,9 @@ def user_persona(value: Any) -> UserPersona | None:
 
 
 @lru_cache(maxsize=1)
-def _environment() -> SandboxedEnvironment:
-    """ADK's `get_per_turn_user_simulator_quality_prompt` environment."""
+def adk_environment() -> SandboxedEnvironment:
+    """The environment ADK renders its simulator prompts in (`get_per_turn_user_simulator_quality_prompt`,
+    `get_llm_backed_user_simulator_prompt`): sandboxed, default settings, `render_string_filter`."""
     environment = SandboxedEnvironment()
 
     @pass_context
@@ -121,7 +125,7 @@ def adk_prompt(
     }
     if persona is not None:
         variables["persona"] = persona
-    return _environment().from_string(source).render(variables)
+    return adk_environment().from_string(source).render(variables)
 
 
 def conversation_history(turns: Sequence[AgentTurn]) -> str:
@@ -152,6 +156,7 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
     summary = (
         "ADK: an LLM checks each simulated user message against the scenario; the share valid is the score."
     )
+    unused_judge_options: ClassVar[frozenset[str]] = frozenset({"parallelism_limit"})  # ADK: one at a time
 
     num_samples: int = Field(default=5, ge=1, le=10)
     stop_signal: str = STOP_SIGNAL
@@ -163,13 +168,8 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
         judge = self._judge(ctx)
         votes = []
         for sample in range(self.num_samples):
-            vote, raw = await judge.ask_text(
-                self.template,
-                usage,
-                parse_is_valid,
-                sample=sample,
-                temperature=self._temperature(judge),
-                prompt=prompt,
+            vote, raw = await self.ask_adk(
+                judge, self.template, usage, parse_is_valid, sample=sample, prompt=prompt
             )
             votes.append(vote)
             if vote is None:

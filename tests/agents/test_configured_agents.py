@@ -88,6 +88,15 @@ def test_the_tool_loop_runs_tools_and_records_them(weather_agent) -> None:
     }
     assert len(third["messages"]) == 6
     assert api.completions[0]["headers"]["authorization"] == "Bearer sk-agent"
+    # what ADK's judges show of an agent (its app details), as ADK records them for an agent named so
+    details = response.metadata["adk_app_details"]["weather"]
+    assert details["instructions"] == "You are a weather assistant. Always use tools."
+    [tool] = details["tool_declarations"]
+    assert tool["function_declarations"][1] == {
+        "description": "Weather alerts",
+        "name": "get_alerts",
+        "parameters_json_schema": {"type": "object", "properties": {}},
+    }
 
 
 def test_a_tool_without_implementation_or_result_fails_the_turn_keeping_earlier_calls(weather_agent) -> None:

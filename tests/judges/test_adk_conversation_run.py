@@ -54,12 +54,10 @@ CONFIG = {
     }
 }
 REPLIES = {  # a phrase of the prompt -> the reply
-    "You play the user of an AI assistant": lambda prompt: json.dumps(
-        {
-            "goals_achieved": [],
-            "done": "For two, please." in prompt.split("conversation so far")[-1],
-            "next_message": "For two, please.",
-        }
+    "You are a Simulated User designed to test an AI Agent": lambda prompt: (
+        "</finished>"
+        if "For two, please." in prompt.split("# Conversation History")[-1]
+        else "For two, please."
     ),
     "evaluating the quality of a User Simulator": lambda prompt: '{"criteria": [], "is_valid": true}',
     "segment the provided response": lambda prompt: "<sentence>Booked.</sentence>",

@@ -17,6 +17,7 @@ import pytest
 pytestmark = pytest.mark.needs_extra  # CI runs these again with the adk extra installed
 pytest.importorskip("google.adk", reason="google-adk is not installed (pip install -e '.[adk]')")
 
+from google.adk.evaluation.app_details import AgentDetails, AppDetails  # noqa: E402
 from google.adk.evaluation.eval_case import IntermediateData, Invocation  # noqa: E402
 from google.adk.evaluation.eval_metrics import (  # noqa: E402
     EvalMetric,
@@ -34,6 +35,7 @@ from google.adk.evaluation.rubric_based_tool_use_quality_v1 import RubricBasedTo
 from google.adk.models.llm_response import LlmResponse  # noqa: E402
 from google.genai import types as genai_types  # noqa: E402
 
+from proctor.agents.adk_agent import _dump  # noqa: E402
 from proctor.judges import Judge, JudgeClient  # noqa: E402
 from proctor.metrics import REGISTRY, BoundMetric, score_metric  # noqa: E402
 from proctor.metrics import runner as metric_runner  # noqa: E402
@@ -184,6 +186,7 @@ def test_final_response_match_v2_sends_adks_prompt_and_scores_as_adk(api: FakeOp
     sent = [prompt_of(request["body"]) for request in api.completions]
     assert [sent[0], sent[5]] == prompts
     assert all(len(r["body"]["messages"]) == 1 for r in api.completions)  # ADK sends no system prompt
+    assert not any("response_format" in r["body"] for r in api.completions)  # and asks for plain text
     assert adk_score == pytest.approx(0.5, abs=1e-12)
     assert result.error is None and abs(result.score - adk_score) <= 1e-9
     assert result.passed is False
@@ -241,6 +244,31 @@ RUBRIC_REPLIES = [
 ]
 
 
+HOURS_TOOL = genai_types.Tool(
+    function_declarations=[
+        genai_types.FunctionDeclaration(
+            name="get_hours",
+            description="Opening hours of one day — « jour ».",
+            parameters_json_schema={"type": "object", "properties": {"day": {"type": "string"}}},
+        )
+    ]
+)
+APP = AppDetails(  # two agents: without events, ADK shows the first one's instructions
+    agent_details={
+        "front_desk": AgentDetails(name="front_desk", instructions="Greet, then hand hours questions on."),
+        "hours": AgentDetails(name="hours", instructions="Use get_hours.", tool_declarations=[HOURS_TOOL]),
+    }
+)
+RECORDED_APP = {  # the same, as a Proctor turn carries it (`adk_app_details`)
+    name: {
+        "instructions": agent.instructions,
+        "tool_declarations": [_dump(t) for t in agent.tool_declarations],
+    }
+    for name, agent in APP.agent_details.items()
+}
+
+
+@pytest.mark.parametrize("with_app", [False, True], ids=["no-app-details", "instructions-and-tools"])
 @pytest.mark.parametrize(
     ("name", "adk_class"),
     [
@@ -248,7 +276,9 @@ RUBRIC_REPLIES = [
         ("rubric_based_tool_use_quality_v1", RubricBasedToolUseV1Evaluator),
     ],
 )
-def test_rubric_judges_send_adks_prompt_and_score_as_adk(api: FakeOpenAI, name: str, adk_class) -> None:
+def test_rubric_judges_send_adks_prompt_and_score_as_adk(
+    api: FakeOpenAI, name: str, adk_class, with_app: bool
+) -> None:
     rubric_type = adk_class.RUBRIC_TYPE
     criterion_rubrics = [{"rubric_id": i, "rubric_content": {"text_property": t}} for i, t in RUBRICS[:2]]
     turn_rubric = {
@@ -269,6 +299,8 @@ def test_rubric_judges_send_adks_prompt_and_score_as_adk(api: FakeOpenAI, name: 
         ),
         AgentTurn(turn_id="t2", input="And Sunday?", response=None, tool_calls=CALLS_T2),
     ]
+    for turn in agent_turns if with_app else []:
+        turn.metadata["adk_app_details"] = RECORDED_APP
     api.script(*RUBRIC_REPLIES)
     spec = MetricSpec(name=name, args={"rubrics": criterion_rubrics, "num_samples": 3})
     result = _score(api, spec, make_ctx(case, *agent_turns))
@@ -277,14 +309,26 @@ def test_rubric_judges_send_adks_prompt_and_score_as_adk(api: FakeOpenAI, name: 
     criterion = RubricsBasedCriterion(threshold=0.8, rubrics=[adk_rubric(i, t) for i, t in RUBRICS[:2]])
     evaluator = adk_class(EvalMetric(metric_name=name, criterion=criterion))
     invocations = [
-        (_adk_invocation(t.input, t.response, t.tool_calls, rubrics=rubrics), None)
+        (
+            _adk_invocation(
+                t.input, t.response, t.tool_calls, rubrics=rubrics, app_details=APP if with_app else None
+            ),
+            None,
+        )
         for t, rubrics in zip(agent_turns, [[adk_rubric(*RUBRICS[2], type=rubric_type)], None], strict=True)
     ]
     prompts, adk_score = _adk_overall(evaluator, invocations, RUBRIC_REPLIES, 3)
 
     sent = [prompt_of(request["body"]) for request in api.completions]
     assert sent[0] == prompts[0] and sent[3] == prompts[1]
-    assert '"tool_response": "None"' in sent[0] and "Agent has no tools." in sent[0]
+    assert '"tool_response": "None"' in sent[0] and ("Agent has no tools." in sent[0]) is not with_app
+    if with_app:
+        assert (
+            '"front_desk": []' in sent[0]
+            and '"description": "Opening hours of one day — « jour »."' in sent[0]
+        )
+        shown = "Greet, then hand hours questions on." in sent[0]
+        assert shown is (name == "rubric_based_final_response_quality_v1")  # the tool-use prompt has none
     assert adk_score is not None and 0 < adk_score < 1
     assert result.error is None and abs(result.score - adk_score) <= 1e-9
 

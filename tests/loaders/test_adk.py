@@ -130,7 +130,8 @@ def test_adk_rubrics_and_judge_options_in_a_test_config(tmp_path: Path) -> None:
     ]
 
 
-def test_a_conversation_scenario_becomes_a_simulated_user(tmp_path: Path) -> None:
+def test_a_conversation_scenario_becomes_adks_simulated_user(tmp_path: Path) -> None:
+    from proctor.adk_simulator import AdkSimulation
     from proctor.simulator import SimulationPlan
 
     data = json.loads(ROLL_DIE.read_text())
@@ -140,9 +141,12 @@ def test_a_conversation_scenario_becomes_a_simulated_user(tmp_path: Path) -> Non
         "conversation_plan": "Roll twice",
     }
     (tmp_path / "s.test.json").write_text(json.dumps(data))
-    suite = load_suite(tmp_path / "s.test.json")
-    plan = SimulationPlan.for_case(suite.cases[0].metadata)
-    assert (plan.starting_prompt, plan.goals) == ("Hi", ["Roll twice"])
+    metadata = load_suite(tmp_path / "s.test.json").cases[0].metadata
+    simulation = AdkSimulation.for_case(metadata)
+    assert (simulation.starting_prompt, simulation.conversation_plan) == ("Hi", "Roll twice")
+    # without a user_simulator_config: ADK's defaults (20 invocations, the starting prompt counted)
+    assert simulation.config.max_allowed_invocations == 20 and simulation.persona is None
+    assert SimulationPlan.for_case(metadata) is None  # not agentflow's goal-driven simulator
 
 
 def test_a_case_with_both_a_conversation_and_a_scenario_is_refused_as_adk_refuses_it(tmp_path: Path) -> None:

@@ -478,7 +478,7 @@ CORPUS: dict[str, Bad] = {
                 {"criteria": {"final_response_match_v2": {"threshold": 0.8, "judge_model_options": "gemini"}}}
             ),
         },
-        "test_config.json: criteria.final_response_match_v2: Value error, judge_model_options must be a mapping with judge_model and num_samples",
+        "test_config.json: criteria.final_response_match_v2.judge_model_options: Value error, judge_model_options must be a mapping (judge_model, judge_model_config, num_samples, parallelism_limit)",
     ),
     # -- HoloDeck agent.yaml --------------------------------------------------------------
     "holodeck agent.yaml a list": Bad(
