@@ -2,6 +2,6 @@
 
 import sys
 
-from proctor.cli.main import main
+from proctor.cli.main import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -22,6 +22,21 @@ from proctor.cli.stored import (
 )
 
 
+def console_main() -> int:
+    """The `proctor` command: `main`, then a quick exit.
+
+    At exit the interpreter collects garbage over everything still alive: with Prefect,
+    SQLAlchemy and Pydantic loaded that took 0.55-0.75 s of a 3 s command here (the bundled
+    example against a Prefect server). Freezing the heap first skips that walk; exit handlers
+    (Prefect's log and event flushes) and threads still finish as usual. Only for the
+    command: an in-process caller of `main` keeps its garbage collector as it was."""
+    import gc
+
+    code = main()
+    gc.freeze()
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
