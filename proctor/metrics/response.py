@@ -59,7 +59,17 @@ def _is_mark(char: str) -> bool:
 
 
 def adk_tokens(text: str) -> list[str]:
-    """google-adk 2.13.0's ROUGE tokens, step for step (see the module docstring)."""
+    """google-adk 2.13.0's ROUGE tokens (see the module docstring). ASCII text takes a short
+    cut with the same result: NFKC leaves it alone and all of its words are ASCII, so its tokens
+    are rouge-score's, without the walk character by character (a fifth of a 1,000-case run's
+    time went there)."""
+    if text.isascii():
+        return rouge_tokens(text, use_stemmer=True)
+    return adk_tokens_by_character(text)
+
+
+def adk_tokens_by_character(text: str) -> list[str]:
+    """google-adk 2.13.0's ROUGE tokens, step for step, for any text."""
     pieces: list[str] = []
     for char in unicodedata.normalize("NFKC", text).lower():
         if _within(CJK_RANGES, char):

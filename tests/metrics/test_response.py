@@ -210,3 +210,19 @@ def test_response_match_on_roll_die_is_the_mean_of_adks_per_invocation_scores() 
     ctx = make_ctx(case, *(agent_turn(ROLL_DIE_PARAPHRASES[i], turn_id=i) for i in ids))
     expected = sum(_adk_rouge1(ROLL_DIE_PARAPHRASES[i], ROLL_DIE_REFERENCES[i]) for i in ids) / len(ids)
     assert ResponseMatch().evaluate(ctx).value == pytest.approx(expected)
+
+
+def test_the_ascii_short_cut_gives_adks_tokens_for_any_ascii_text() -> None:
+    """Every printable and control ASCII character, in 2,000 random texts: the short cut and
+    ADK's character-by-character walk give the same tokens."""
+    import random
+    import string
+
+    from proctor.metrics.response import adk_tokens_by_character
+
+    rng = random.Random(7)
+    alphabet = [chr(code) for code in range(128)] + ["running", "flies", "Argued", "3.14", "U.S.A."]
+    texts = ["", " ", "Hello, world!", "caresses ponies ties", string.printable]
+    texts += ["".join(rng.choices(alphabet, k=rng.randint(1, 60))) for _ in range(2000)]
+    for text in texts:
+        assert adk_tokens(text) == adk_tokens_by_character(text), repr(text)
