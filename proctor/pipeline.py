@@ -21,7 +21,7 @@ from proctor.agents import AgentRequest, AgentThreadsClosed
 from proctor.agents.protocol import recorded_model_calls
 from proctor.chunking import settle_all
 from proctor.files import FILE_TIMEOUT_S, process_file
-from proctor.metrics import MetricContext
+from proctor.metrics import REGISTRY, MetricContext
 from proctor.models.case import Case
 from proctor.models.holodeck import FileInput, ProcessedFileInput
 from proctor.models.outcome import AgentTurn, CaseOutcome, CaseState
@@ -227,6 +227,18 @@ async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
             return
 
 
+def scoring_may_wait(case: Case) -> bool:
+    """Whether the agent's turns are stored before scoring (a checkpoint): when a metric of the
+    case calls a judge, runs user code or loads a model, so a judge outage or a crash while it
+    scores never costs the agent call. A case scored only by Proctor's own quick metrics is
+    written once, when it ends, moments later: its checkpoint was a second write per case, and
+    (measured) what kept agent slots idle between calls at high concurrency."""
+    specs = [*case.metrics, *(spec for turn in case.turns for spec in turn.metrics or [])]
+    return any(REGISTRY.get(spec.name).scores_slowly() for spec in specs if spec.enabled) or bool(
+        SimulationPlan.for_case(case.metadata)
+    )
+
+
 async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
     """FILES_READY -> AGENT_COMPLETE (checkpointed) or AGENT_FAILED (final)."""
 
@@ -253,9 +265,11 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
         if outcome.errors:
             await score_turns_before_failure(work.case, outcome, runtime.bind)
             _finish(outcome, CaseState.AGENT_FAILED)
-        else:
-            outcome.state = CaseState.AGENT_COMPLETE
-        await runtime.save(work)
+            await runtime.save(work)
+            return
+        outcome.state = CaseState.AGENT_COMPLETE
+        if scoring_may_wait(work.case):  # else the case's final write follows within a moment
+            await runtime.save(work)
 
     await settle_all(one(work) for work in works)
 

@@ -8,6 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session, select
 
 from proctor.models.case import MetricSpec
@@ -22,6 +23,7 @@ from proctor.pipeline import (
     release_runtime,
     run_chunk,
     runtime_for,
+    scoring_may_wait,
 )
 from proctor.storage import get_engine
 from tests.factories import call, make_case, stored_run
@@ -50,16 +52,27 @@ def _rows(url: str, run_id: uuid.UUID) -> dict[str, CaseResultRow]:
         return {row.case_id: row for row in rows}
 
 
-def test_the_agents_answer_is_stored_before_metrics_run(sqlite_url: str, tmp_path: Path) -> None:
+def test_the_agents_answer_is_stored_before_a_judge_scores_it(sqlite_url: str, tmp_path: Path) -> None:
+    """A judge may be down or slow: the agent call it would score is kept whatever happens."""
     agent = _agent(tmp_path, "def agent(request):\n    return 'sunny'\n")
     settings = _settings(sqlite_url, agent, tmp_path)
     runtime = runtime_for(settings)
-    works = [CaseWork(0, make_case(metrics=[MetricSpec(name="contains", args={"values": ["sunny"]})]))]
+    works = [CaseWork(0, make_case(metrics=[MetricSpec(name="llm_judge")]))]
     asyncio.run(process_files(works, runtime))
     asyncio.run(execute_agent(works, runtime))
     row = _rows(sqlite_url, settings.run_id)["case_1"]
     assert (row.state, row.response, row.passed) == ("AGENT_COMPLETE", "sunny", None)
     release_runtime(settings.run_id)
+
+
+@pytest.mark.parametrize(
+    ("metric", "checkpointed"),
+    [("contains", False), ("trajectory_match", False), ("llm_judge", True), ("code", True)],
+)
+def test_only_a_case_whose_scoring_may_wait_is_checkpointed(metric: str, checkpointed: bool) -> None:
+    """Proctor's own quick metrics score a case within moments of its agent's answer: its one
+    write is the final one. A judge, user code or a model to load gets the answer stored first."""
+    assert scoring_may_wait(make_case(metrics=[MetricSpec(name=metric)])) is checkpointed
 
 
 def test_a_full_chunk_ends_complete_with_metrics_stored_once(sqlite_url: str, tmp_path: Path) -> None:

@@ -131,6 +131,13 @@ class Metric(BaseModel):
     default_threshold: ClassVar[float] = 1.0
     summary: ClassVar[str] = ""
     informational: ClassVar[bool] = False
+    # Scoring that may take long or fail outside Proctor (user code, a model to load; every
+    # `kind == "llm"` metric too): the agent's turns are stored before it starts.
+    slow_scoring: ClassVar[bool] = False
+
+    @classmethod
+    def scores_slowly(cls) -> bool:
+        return cls.slow_scoring or cls.kind == "llm"
 
     def applies_to(self, ctx: MetricContext) -> bool:
         return True

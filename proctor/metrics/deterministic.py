@@ -125,6 +125,7 @@ class CodeGrader(Metric):
     """
 
     name = "code"
+    slow_scoring = True  # user code / an embedding model to load
     summary = "Your Python grader ('module:attr' or 'file.py:attr') scores every turn."
 
     grader: str

@@ -54,6 +54,7 @@ class SemanticSimilarity(Metric):
     """Mean cosine similarity of each answer to its turn's expected answer (negatives count as 0)."""
 
     name = "semantic_similarity"
+    slow_scoring = True  # user code / an embedding model to load
     kind = "nlp"
     default_threshold = 0.7
     summary = "Cosine similarity of sentence embeddings (all-MiniLM-L6-v2) of answer and expected answer."
