@@ -28,10 +28,25 @@ from proctor.user_code import AgentLoadError
 USER_ID = "proctor"
 
 
-def _text(content: Any) -> str:
-    """The text parts of a genai `Content`, joined as ADK's evaluators join them."""
+def _text(content: Any, thoughts: bool = False) -> str:
+    """The text parts of a genai `Content`, joined as ADK's evaluators join them; a model's
+    thoughts only with `thoughts=True` (ADK's final response keeps them, and its metrics read
+    every text part of it)."""
     parts = getattr(content, "parts", None) or []
-    return "\n".join(part.text for part in parts if part.text and not getattr(part, "thought", False))
+    return "\n".join(
+        part.text for part in parts if part.text and (thoughts or not getattr(part, "thought", False))
+    )
+
+
+def adk_final_response(event: Any) -> tuple[str, bool] | None:
+    """The event as ADK's eval reads a final response (`convert_events_to_eval_invocations`):
+    its text, every text part, thoughts included, and whether the event keeps its content in
+    the invocation's events (only when it also calls tools: ADK drops the final answer's text
+    there, as `final_response` carries it). None when it is not a final response with text;
+    the last one that is, is the turn's answer."""
+    if not (_text(event.content) and event.is_final_response()):
+        return None
+    return _text(event.content, thoughts=True), bool(event.get_function_calls())
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -184,11 +199,11 @@ class AdkAgent:
                 calls.append(ToolCall(name=call.name, args=call.args, call_id=call.id))
             for response in event.get_function_responses():
                 results[response.id or response.name] = response.response
-            text = _text(event.content)
-            if text and event.is_final_response():
-                final = text  # ADK's eval: the last final event with text is the final response
-                final_event = record
-            elif text:
+            answer = adk_final_response(event)
+            if answer is not None:
+                final, keeps_content = answer
+                final_event = None if keeps_content else record
+            elif text := _text(event.content):
                 texts.append(text)
         for call in calls:
             call.result = results.get(call.call_id or call.name)

@@ -149,3 +149,33 @@ def test_a_folder_without_root_agent_is_a_clear_error(tmp_path: Path) -> None:
     (folder / "agent.py").write_text("x = 1\n")
     with pytest.raises(AgentLoadError, match=r"no root_agent in the package or its agent.py"):
         load_target(f"adk:{folder}")
+
+
+def test_the_final_response_is_read_as_adks_eval_reads_it() -> None:
+    """Thoughts are part of ADK's final response text; a final event that also calls a tool
+    (skip_summarization) keeps its content among the turn's events, as ADK keeps it."""
+    from google.adk.evaluation.evaluation_generator import EvaluationGenerator
+    from google.adk.events import Event, EventActions
+    from google.genai import types
+
+    from proctor.agents.adk_agent import adk_final_response
+
+    def event(*parts: types.Part, author: str = "agent", **fields: object) -> Event:
+        content = types.Content(role="model", parts=list(parts))
+        return Event(invocation_id="inv-1", author=author, content=content, **fields)
+
+    def adk_reading(final: Event) -> tuple[str, bool]:
+        [invocation] = EvaluationGenerator.convert_events_to_eval_invocations(
+            [event(types.Part(text="Weather?"), author="user"), final]
+        )
+        text = "\n".join(part.text for part in invocation.final_response.parts if part.text)
+        return text, invocation.intermediate_data.invocation_events[0].content is not None
+
+    thinking = event(types.Part(text="Let me think.", thought=True), types.Part(text="It is sunny."))
+    assert adk_final_response(thinking) == adk_reading(thinking) == ("Let me think.\nIt is sunny.", False)
+    call = types.Part(function_call=types.FunctionCall(name="lookup", args={}))
+    final_with_call = event(
+        types.Part(text="Looked it up."), call, actions=EventActions(skip_summarization=True)
+    )
+    assert adk_final_response(final_with_call) == adk_reading(final_with_call) == ("Looked it up.", True)
+    assert adk_final_response(event(types.Part(text="Checking."), call)) is None  # a step, not the answer
