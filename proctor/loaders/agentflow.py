@@ -22,6 +22,20 @@ from proctor.models.case import Case, MetricSpec, Suite, Turn
 
 CONFIG_NEIGHBOURS = ("eval_config.json", "test_config.json")
 
+_SIMULATED_USER = (
+    "in an agentflow evalset a simulated user is set for the whole set, by "
+    "metadata.eval_config.user_simulator_config (goals); an ADK eval set gives each case a "
+    "conversation_scenario of its own"
+)
+RESERVED_METADATA = {
+    "conversation_scenario": f"ADK's field, not read from a case's metadata: {_SIMULATED_USER}",
+    "user_simulator": f"set by Proctor from the config, not from a case's metadata: {_SIMULATED_USER}",
+    "adk_user_simulator": "Proctor's own key for ADK's simulator settings; not a case's metadata",
+    "adk_rubrics": "Proctor's own key for ADK rubrics; give rubrics in the criterion instead",
+}
+"""Keys of a case's free-form metadata that Proctor itself sets and reads: one written by hand
+would change how the case runs (or be replaced), so it is refused with the reason."""
+
 
 def eval_config_for(
     path: Path, metadata: dict[str, Any], config_path: Path | None, default: EvalConfig | None = None
@@ -113,6 +127,12 @@ def load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite
             )
     if not evalset.eval_cases:
         problems.append(Problem(str(path), "eval_cases", "the set has no cases"))
+    for index, eval_case in enumerate(evalset.eval_cases):
+        problems += [
+            Problem(str(path), f"eval_cases[{index}].metadata.{key}", RESERVED_METADATA[key])
+            for key in eval_case.metadata
+            if key in RESERVED_METADATA
+        ]
     agent = evalset.metadata.get("agent")
     problems += agent_problems(str(path), agent, "metadata.agent")
     problems += long_ids(

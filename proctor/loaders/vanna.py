@@ -125,6 +125,15 @@ def load_vanna(path: Path, document: Any) -> Suite:
         except ValueError as error:  # the user given twice
             problems.append(Problem(str(path), f"{prefix}[{index}]", str(error)))
             continue
+        problems += [
+            Problem(
+                str(path),
+                f"{prefix}[{index}].metadata.{key}",
+                f"the case's own {key} goes here; give it as the test case's {key}, not in its metadata",
+            )
+            for key in ("user", "expected_outcome")
+            if key in test_case.metadata
+        ]
         cases.append(case_from_vanna(test_case, evaluators))
     if not body.get("test_cases"):
         problems.append(Problem(str(path), prefix, "at least one test case is required"))

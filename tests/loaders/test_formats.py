@@ -405,3 +405,33 @@ def test_an_unknown_or_doubled_vanna_field_is_an_error(
     assert any(field in problem.location and says in problem.message for problem in raised.value.problems), (
         raised.value.problems
     )
+
+
+@pytest.mark.parametrize(
+    "key", ["conversation_scenario", "user_simulator", "adk_user_simulator", "adk_rubrics"]
+)
+def test_proctors_own_keys_in_an_agentflow_cases_metadata_are_refused(tmp_path: Path, key: str) -> None:
+    """Proctor reads these from a case's metadata: one written by hand would change how the case
+    runs (an ADK scenario that then fails in the middle of the run) or be silently replaced."""
+    document = {
+        "eval_set_id": "s",
+        "metadata": {"agent": "agent.py:agent"},
+        "eval_cases": [
+            {
+                "eval_id": "c",
+                "metadata": {key: {"starting_prompt": "hi"}},
+                "conversation": [{"invocation_id": "t", "user_content": {"role": "user", "content": "hi"}}],
+            }
+        ],
+    }
+    with pytest.raises(SuiteError) as raised:
+        load_suite(write(tmp_path, "s.evalset.json", document))
+    assert [problem.location for problem in raised.value.problems] == [f"eval_cases[0].metadata.{key}"]
+
+
+@pytest.mark.parametrize("key", ["user", "expected_outcome"])
+def test_a_vanna_case_cannot_hide_its_user_or_outcome_in_metadata(tmp_path: Path, key: str) -> None:
+    document = [{"id": "a", "message": "hi", "metadata": {key: {"id": "someone-else"}}}]
+    with pytest.raises(SuiteError) as raised:
+        load_suite(write(tmp_path, "d.dataset.json", document))
+    assert [problem.location for problem in raised.value.problems] == [f"test_cases[0].metadata.{key}"]
