@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from proctor.pipeline import CaseWork
+    from proctor.case_work import CaseWork
 
 T = TypeVar("T")
 

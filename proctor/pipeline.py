@@ -11,7 +11,6 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from proctor.adk_simulator import AdkSimulation, simulate_adk_user
 from proctor.agents import AgentRequest, AgentThreadsClosed
 from proctor.agents.protocol import recorded_model_calls
+from proctor.case_work import AgentCheckpoint, CaseWork
 from proctor.chunking import settle_all
 from proctor.files import FILE_TIMEOUT_S, process_file
 from proctor.metrics import REGISTRY, MetricContext
@@ -52,34 +52,6 @@ __all__ = [
     "run_chunk",
     "runtime_for",
 ]
-
-
-@dataclass
-class AgentCheckpoint:
-    """What a resumed run reuses of a case whose agent had finished before the run stopped:
-    its turns are stored, so the agent is not called again; only its metrics run."""
-
-    turns: list[AgentTurn]
-    agent_ms: float
-    started_at: datetime
-
-
-@dataclass
-class CaseWork:
-    """A case on its way through the stages, with its position in the suite and which
-    repeat of it this is (`--repeat N` runs every case N times)."""
-
-    position: int
-    case: Case
-    attempt: int = 0
-    checkpoint: AgentCheckpoint | None = None
-    outcome: CaseOutcome = field(init=False)
-    # Time in the agent stage that is not the agent's: waiting for a model-call slot, the
-    # simulated user's turns. Subtracted, so `agent_ms` (and max_execution_time) is the agent's own.
-    not_agent_ms: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.outcome = CaseOutcome(case_id=self.case.case_id, attempt=self.attempt)
 
 
 def _elapsed_ms(started: float) -> float:

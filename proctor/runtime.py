@@ -31,7 +31,7 @@ from proctor.storage import get_engine, get_writer
 from proctor.storage.writer import ResultWriter
 
 if TYPE_CHECKING:
-    from proctor.pipeline import CaseWork
+    from proctor.case_work import CaseWork
 
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 DEFAULT_JUDGE_TIMEOUT_S = 120.0

@@ -19,9 +19,24 @@ from sqlmodel import create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
 from proctor.env import ENV_REFERENCE
-from proctor.storage.opening import DatabaseProblem, create_schema, explain, parse_database_url
+from proctor.storage.opening import (
+    DATABASE_URL_ENV,
+    DatabaseProblem,
+    DatabaseUnavailable,
+    create_schema,
+    explain,
+    parse_database_url,
+)
 
-DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
+__all__ = [
+    "DATABASE_URL_ENV",
+    "DatabaseProblem",
+    "DatabaseUnavailable",
+    "get_engine",
+    "normalize_url",
+    "redact_url",
+]
+
 DEFAULT_DATABASE_PATH = Path(".proctor") / "proctor.db"
 
 _engines: dict[str, Engine] = {}
@@ -124,25 +139,6 @@ def get_engine(url: str | None = None) -> Engine:
             raise explain(url, error) from None
         _engines[url] = engine
         return engine
-
-
-class DatabaseUnavailable(RuntimeError):
-    """The results database cannot be opened: one line naming it (never its password), the
-    driver's reason and what to do, instead of SQLAlchemy's page of traceback."""
-
-    def __init__(self, url: str, error: OperationalError) -> None:
-        lines = [line.strip() for line in str(error.orig or error).splitlines() if line.strip()]
-        reason = " ".join(" ".join(lines or ["unreachable"]).split())[:300]
-        reason = reason.replace("FATAL: ", "").removeprefix("connection failed: ")
-        parsed = make_url(url)
-        if "does not exist" in reason and parsed.database:
-            fix = (
-                f"create it first: createdb -h {parsed.host or 'localhost'} -p {parsed.port or 5432} "
-                f"-U {parsed.username or 'postgres'} {parsed.database} (or CREATE DATABASE {parsed.database})"
-            )
-        else:
-            fix = "check that the server runs and the URL (PROCTOR_DATABASE_URL or --db) is right"
-        super().__init__(f"results database {redact_url(url)} cannot be opened: {reason}; {fix}")
 
 
 def dispose_engines() -> None:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel
 
 # Any constant works: it only has to be the same in every Proctor process. ("proctor" in ASCII)
@@ -30,11 +30,33 @@ class DatabaseProblem(Exception):
         super().__init__(message)
 
 
+DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
+
+
 def _shown(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # unparsable: hide whatever sits between user: and @
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The results database cannot be opened: one line naming it (never its password), the
+    driver's reason and what to do, instead of SQLAlchemy's page of traceback."""
+
+    def __init__(self, url: str, error: OperationalError) -> None:
+        lines = [line.strip() for line in str(error.orig or error).splitlines() if line.strip()]
+        reason = " ".join(" ".join(lines or ["unreachable"]).split())[:300]
+        reason = reason.replace("FATAL: ", "").removeprefix("connection failed: ")
+        parsed = make_url(url)
+        if "does not exist" in reason and parsed.database:
+            fix = (
+                f"create it first: createdb -h {parsed.host or 'localhost'} -p {parsed.port or 5432} "
+                f"-U {parsed.username or 'postgres'} {parsed.database} (or CREATE DATABASE {parsed.database})"
+            )
+        else:
+            fix = "check that the server runs and the URL (PROCTOR_DATABASE_URL or --db) is right"
+        super().__init__(f"results database {_shown(url)} cannot be opened: {reason}; {fix}")
 
 
 def parse_database_url(url: str) -> URL:
@@ -170,8 +192,6 @@ def _sql_literal(value: object) -> str:
 
 def database_errors() -> tuple[type[BaseException], ...]:
     """What the command line turns into one line about the results database."""
-    from proctor.storage.db import DatabaseUnavailable
-
     return (DatabaseProblem, DatabaseUnavailable, SQLAlchemyError)
 
 
@@ -179,8 +199,6 @@ def password_by_reference(url: str | None) -> str | None:
     """A database URL fit for Prefect's flow-run parameters (stored by its API, shown in its UI):
     a URL carrying a password is moved into this process's `PROCTOR_DATABASE_URL`, which the run
     reads when its `database_url` is None, and None is returned in its place."""
-    from proctor.storage.db import DATABASE_URL_ENV
-
     if not url:
         return url
     try:
