@@ -61,8 +61,13 @@ class HttpAgentConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
+        """An http(s) URL with a host; `${VAR}`s in it (a token in the query, say) come from the
+        environment, as in headers, and must be set."""
+        unset = [variable for variable in ENV_REFERENCE.findall(url) if not os.environ.get(variable)]
+        if unset:
+            raise ValueError(f"{url!r} names {', '.join(unset)}, not set in the environment")
         try:
-            parsed = httpx.URL(url)
+            parsed = httpx.URL(expand_env(url, _missing))
         except httpx.InvalidURL as error:
             raise ValueError(f"{url!r} is not a URL ({error})") from None
         if parsed.scheme not in ("http", "https") or not parsed.host:
@@ -155,13 +160,14 @@ class HttpAgent:
             "metadata": request.metadata,
         }  # TEMPLATE_VARIABLES
         headers = {name: expand_env(value, _missing) for name, value in self.config.headers.items()}
+        url = expand_env(self.config.url, _missing)
         secrets = [
             os.environ.get(variable)
-            for value in self.config.headers.values()
+            for value in [self.config.url, *self.config.headers.values()]
             for variable in ENV_REFERENCE.findall(value)
         ]
         try:
-            return await self._post(request, variables, headers)
+            return await self._post(request, variables, url, headers)
         except HttpAgentError as error:  # its message is stored: never with a header's secret in it
             raise HttpAgentError(redact(str(error), *secrets)) from None
         except httpx.TimeoutException as error:  # its own message is empty
@@ -173,12 +179,10 @@ class HttpAgent:
             raise HttpAgentError(redact(f"{self.config.url}: {detail}", *secrets)) from None
 
     async def _post(
-        self, request: AgentRequest, variables: dict[str, Any], headers: dict[str, str]
+        self, request: AgentRequest, variables: dict[str, Any], url: str, headers: dict[str, str]
     ) -> AgentResponse:
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
-            reply = await client.post(
-                self.config.url, json=_render(self.config.request, variables), headers=headers
-            )
+            reply = await client.post(url, json=_render(self.config.request, variables), headers=headers)
         if reply.status_code >= 400:
             raise HttpAgentError(f"{self.config.url} answered HTTP {reply.status_code}: {reply.text[:200]}")
         try:

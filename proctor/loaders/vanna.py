@@ -174,6 +174,22 @@ def with_vanna_user(raw: Any) -> Any:
         return raw
     if "user" in raw:
         raise ValueError(f"give the user either as user: or as {', '.join(flat)}, not both")
+    wrong = [
+        f"{key}: expected {expected}; found {found(flat[key])}"
+        for key, expected, fits in (
+            ("user_id", "text", lambda v: isinstance(v, str) and v.strip()),
+            ("username", "text or null", lambda v: v is None or isinstance(v, str)),
+            ("email", "text or null", lambda v: v is None or isinstance(v, str)),
+            (
+                "user_groups",
+                "a list of group names",
+                lambda v: isinstance(v, list) and all(isinstance(g, str) for g in v),
+            ),
+        )
+        if key in flat and not fits(flat[key])
+    ]
+    if wrong:  # named as the file writes them, not as the `user` they become
+        raise ValueError("; ".join(wrong))
     user_id = flat.get("user_id", "test_user")
     user = {
         "id": user_id,

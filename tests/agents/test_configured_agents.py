@@ -124,6 +124,7 @@ class _AgentService:
 
     def __init__(self) -> None:
         self.seen: list[tuple[dict, dict]] = []
+        self.paths: list[str] = []
         service = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -133,6 +134,7 @@ class _AgentService:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 service.seen.append((body, {k.lower(): v for k, v in self.headers.items()}))
+                service.paths.append(self.path)
                 message = body["message"]
                 if message == "slow":
                     time.sleep(1.5)
@@ -230,6 +232,10 @@ def test_an_http_agent_that_times_out_says_so(http_agent, tmp_path: Path) -> Non
             "url: http://127.0.0.1:9/chat\nheaders: {Authorization: 'Bearer ${PROCTOR_UNSET_TOKEN}'}\n",
             r"header 'Authorization' names PROCTOR_UNSET_TOKEN, not set in the environment",
         ),
+        (
+            "url: 'http://127.0.0.1:9/chat?key=${PROCTOR_UNSET_TOKEN}'\n",
+            r"url: .*names PROCTOR_UNSET_TOKEN, not set in the environment",
+        ),
     ],
 )
 def test_an_http_agent_config_that_could_never_work_is_refused_when_loaded(
@@ -240,3 +246,19 @@ def test_an_http_agent_config_that_could_never_work_is_refused_when_loaded(
     (tmp_path / "endpoint.yaml").write_text(config)
     with pytest.raises(AgentLoadError, match=error):
         load_target(f"http:{tmp_path / 'endpoint.yaml'}")
+
+
+def test_an_http_agents_url_takes_variables_from_the_environment_and_never_shows_them(
+    http_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, service = http_agent
+    monkeypatch.setenv("PROCTOR_TEST_URL_KEY", "k-secret-123")
+    (tmp_path / "keyed.yaml").write_text(
+        f"url: '{service.url}?key=${{PROCTOR_TEST_URL_KEY}}'\nrequest: {{message: '{{{{ input }}}}'}}\n"
+        "response: {answer: output.text}\ntimeout_s: 5\n"
+    )
+    assert _invoke(f"http:{tmp_path / 'keyed.yaml'}", _request("hello")).answer == "echo: hello"
+    assert service.paths == ["/chat?key=k-secret-123"]
+    with pytest.raises(Exception) as failed:
+        _invoke(f"http:{tmp_path / 'keyed.yaml'}", _request("crash"))
+    assert "HTTP 500" in str(failed.value) and "k-secret-123" not in str(failed.value)

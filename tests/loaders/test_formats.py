@@ -383,6 +383,11 @@ def test_a_case_without_a_user_is_vannas_test_user(tmp_path: Path) -> None:
             "not both",
         ),
         ([{"id": "a", "message": "hi", "user": {"id": "y", "groups": ["x"]}}], "groups", "Extra inputs"),
+        (
+            [{"id": "a", "message": "hi", "user_id": 5, "user_groups": "admin"}],
+            "test_cases[0]",
+            "user_id: expected text; found 5; user_groups: expected a list of group names",
+        ),
         ([{"id": "a", "message": "hi", "expected_outcme": {}}], "expected_outcme", "Extra inputs"),
         (
             [{"id": "a", "message": "hi", "expected_outcome": {"tool_called": ["x"]}}],
