@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from proctor.cli.console import EXIT_BAD_INPUT, EXIT_PASSED
+from proctor.cli.console import EXIT_BAD_INPUT, EXIT_PASSED, quiet_prefect
 from proctor.cli.parser import build_parser
 from proctor.cli.run import resume_command, run_command
 from proctor.cli.stored import (
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_PASSED
     from proctor.storage.opening import database_errors
 
+    quiet_prefect(getattr(args, "verbose", False))  # any command may start Prefect (a Secret block)
     try:
         return dispatch(parser, args)
     except database_errors() as error:  # a bad or unreachable results database: one line, no traceback

@@ -30,9 +30,11 @@ def resolve_reference(reference: str, field: str = "api_key") -> str:
             raise CredentialError(f"environment variable {env.group(1)} is not set")
         return value
     if reference.startswith("secret:"):
+        name = reference.removeprefix("secret:")
+        if not name.strip():
+            raise CredentialError(f"{field}: 'secret:' needs the name of a Prefect Secret block")
         from prefect.blocks.system import Secret
 
-        name = reference.removeprefix("secret:")
         try:  # `_sync`: called from async code too (tasks, the pipeline), where `load` would
             # otherwise hand back a coroutine
             return str(Secret.load(name, _sync=True).get())
