@@ -21,6 +21,7 @@ from proctor.cli.console import (
     terminal_text,
 )
 from proctor.cli.stored import find_run, resolve_run_id
+from proctor.temporary_server import with_prefect_api
 
 FAILING_SHOWN = 20
 
@@ -83,6 +84,7 @@ def summary_table(summary: Any, database_url: str) -> None:
     )
 
 
+@with_prefect_api
 def run_command(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
     quiet_prefect(args.verbose)
@@ -284,6 +286,7 @@ async def start_run(request: Any, orchestrated: bool, verbose: bool) -> Any:
     return await evaluate_in_process(request)
 
 
+@with_prefect_api
 def resume_command(args: argparse.Namespace) -> int:
     """Run again what a stopped run did not finish, with the request it was started with."""
     quiet_prefect(args.verbose)
