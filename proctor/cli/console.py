@@ -2,11 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a scheduler, a container stopping): handled as a Ctrl-C is, so the run
+    stops the same way and says how to finish it. A KeyboardInterrupt, so that asyncio cancels
+    the run's tasks for it as it does for Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While a run is in this process's main thread, SIGTERM raises `Terminated`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stopped_by_signal(error: BaseException) -> int | None:
+    """The exit status for a run stopped by Ctrl-C or SIGTERM (Prefect's flow engine turns
+    SIGTERM into its own `TerminationSignal`), or None for anything else."""
+    if isinstance(error, Terminated):
+        return EXIT_TERMINATED
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if "prefect.exceptions" in sys.modules:
+        from prefect.exceptions import TerminationSignal
+
+        if isinstance(error, TerminationSignal):
+            return EXIT_TERMINATED
+    return None
 
 
 def quiet_prefect(verbose: bool) -> None:

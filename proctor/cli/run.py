@@ -18,6 +18,8 @@ from proctor.cli.console import (
     print_problems,
     print_regression,
     quiet_prefect,
+    sigterm_as_interrupt,
+    stopped_by_signal,
     terminal_text,
 )
 from proctor.cli.stored import find_run, resolve_run_id
@@ -199,13 +201,10 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
 
     unsubscribe = events.subscribe(on_event)
     try:
-        with bar:
+        with bar, sigterm_as_interrupt():
             summary = asyncio.run(start_run(request, orchestrated, args.verbose))
-    except KeyboardInterrupt:  # Ctrl-C: what is stored stays, and the user is told how to finish
-        run = f"run {started[-1]}" if started else "the run"
-        finish = f"`proctor resume {str(started[-1])[:8]}` finishes it" if started else "nothing was started"
-        print(f"interrupted: {run} stopped; its finished cases are stored; {finish}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: what is stored stays, and the user is
+        return interrupted(stop, started)  # told how to finish
     except RunBusy as busy:
         print_problems(ValueError(f"resume: {busy}"))
         return EXIT_BAD_INPUT
@@ -215,6 +214,10 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+    except BaseException as stop:  # SIGTERM during a flow run: Prefect's `TerminationSignal`
+        if stopped_by_signal(stop) is None:
+            raise
+        return interrupted(stop, started)
     finally:
         unsubscribe()
     for run in summary.variants or [summary]:
@@ -244,6 +247,13 @@ NOT_IN_PREFECT = (
     "`prefect server start`, then `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api` "
     "(or pass --prefect to use a temporary server)"
 )
+
+
+def interrupted(stop: BaseException, started: list[Any]) -> int:
+    run = f"run {started[-1]}" if started else "the run"
+    finish = f"`proctor resume {str(started[-1])[:8]}` finishes it" if started else "nothing was started"
+    print(f"interrupted: {run} stopped; its finished cases are stored; {finish}", file=sys.stderr)
+    return stopped_by_signal(stop) or EXIT_INTERRUPTED
 
 
 def uses_prefect(args: argparse.Namespace, request: Any) -> bool:

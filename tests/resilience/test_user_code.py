@@ -87,7 +87,19 @@ def agent(request):
 """
 
 
-def test_ctrl_c_exits_130_without_a_traceback_and_names_the_resume(tmp_path: Path, sqlite_url: str) -> None:
+@pytest.mark.parametrize(
+    ("stop_signal", "status", "orchestration"),
+    [
+        (signal.SIGINT, 130, "--prefect"),
+        (signal.SIGTERM, 143, "--prefect"),
+        (signal.SIGTERM, 143, "--no-prefect"),
+    ],
+)
+def test_ctrl_c_or_sigterm_exits_without_a_traceback_and_names_the_resume(
+    tmp_path: Path, sqlite_url: str, stop_signal: int, status: int, orchestration: str
+) -> None:
+    """Ctrl-C, or SIGTERM from `kill`, a scheduler or a container stopping, in a flow run or
+    a run without Prefect: the same message, and `resume` finishes the run."""
     from prefect.settings import PREFECT_API_URL
 
     calls = tmp_path / "calls.log"
@@ -100,19 +112,29 @@ def test_ctrl_c_exits_130_without_a_traceback_and_names_the_resume(tmp_path: Pat
         "AGENT_DELAY": "1",
     }
     log = tmp_path / "run.log"
-    command = [proctor, "run", str(suite), "--db", sqlite_url, "--no-progress", "--concurrency", "2"]
+    command = [
+        proctor,
+        "run",
+        str(suite),
+        "--db",
+        sqlite_url,
+        "--no-progress",
+        "--concurrency",
+        "2",
+        orchestration,
+    ]
     process = start([*command, "--output", str(tmp_path / "r")], env=env, log=log)
     try:
         deadline = time.monotonic() + 180
         while not (calls.exists() and len(calls.read_text().split()) >= 4):
             assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
             time.sleep(0.1)
-        os.kill(process.pid, signal.SIGINT)
+        os.kill(process.pid, stop_signal)
         code = process.wait(120)
     finally:
         stop(process)
     output = log.read_text()
-    assert code == 130, output[-3000:]
+    assert code == status, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
     with get_engine(sqlite_url).connect() as connection:
         ((run_id,),) = connection.execute(text("SELECT id FROM eval_run")).all()
