@@ -277,6 +277,9 @@ async def _run_owned(
         size,
     )
     outcomes = await _run_chunks(steps, request, settings, planned, checkpoints, size)
+    for outcome in outcomes:  # a signal (Prefect's SIGTERM, Ctrl-C) that reached a chunk stops
+        if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):  # the run
+            raise outcome  # as it stands, to be resumed; it is not a failed chunk
     return await _finish(steps, request, suite, variant, settings, outcomes, report_dir)
 
 
