@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -61,3 +62,16 @@ async def settle_all(awaitables: Iterable[Awaitable[object]]) -> None:
     for result in await asyncio.gather(*awaitables, return_exceptions=True):
         if isinstance(result, BaseException):
             raise result
+
+
+def is_stop_signal(outcome: object) -> bool:
+    """Ctrl-C, or SIGTERM as Prefect's flow engine raises it (`TerminationSignal`). Any other
+    BaseException from a chunk (a worker that died) fails the chunk, and a retried flow run
+    resumes the run."""
+    if isinstance(outcome, KeyboardInterrupt):
+        return True
+    if "prefect.exceptions" not in sys.modules:
+        return False
+    from prefect.exceptions import ExternalSignal
+
+    return isinstance(outcome, ExternalSignal)

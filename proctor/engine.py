@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from sqlmodel import Session
 
 from proctor import __version__, progress
-from proctor.chunking import Chunk, auto_chunk_size, chunked
+from proctor.chunking import Chunk, auto_chunk_size, chunked, is_stop_signal
 from proctor.collection import fewer_collections
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
@@ -277,9 +277,9 @@ async def _run_owned(
         size,
     )
     outcomes = await _run_chunks(steps, request, settings, planned, checkpoints, size)
-    for outcome in outcomes:  # a signal (Prefect's SIGTERM, Ctrl-C) that reached a chunk stops
-        if isinstance(outcome, BaseException) and not isinstance(outcome, Exception):  # the run
-            raise outcome  # as it stands, to be resumed; it is not a failed chunk
+    for outcome in outcomes:  # a stop signal that reached a chunk stops the run as it stands,
+        if is_stop_signal(outcome):  # to be resumed: it is not a failed chunk
+            raise outcome
     return await _finish(steps, request, suite, variant, settings, outcomes, report_dir)
 
 

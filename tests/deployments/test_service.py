@@ -208,11 +208,17 @@ def test_two_workers_share_the_pool_and_one_postgresql_database(
     # Every run completes and stores its results; the bundled agent's failing case makes each red.
     assert [(run.state.type.value, run.state.name) for run in flow_runs] == [("FAILED", "Failed cases")] * 4
     ids = {str(run.id) for run in flow_runs}
-    logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
-    # A worker's log names each flow run it ran, by id or by its name ('horned-dragon').
-    taken = [
-        {str(run.id) for run in flow_runs if str(run.id) in log or f"'{run.name}'" in log} for log in logs
-    ]
+    # A worker's log names each flow run it ran, by id or by its name ('horned-dragon'); a worker
+    # may write the line a moment after the run ended, so the logs are read until all are named.
+    deadline = time.monotonic() + 60
+    while True:
+        logs = [(service["logs"] / name).read_text() for name in ("worker.log", "worker2.log")]
+        taken = [
+            {str(run.id) for run in flow_runs if str(run.id) in log or f"'{run.name}'" in log} for log in logs
+        ]
+        if (all(taken) and taken[0] | taken[1] == ids) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert all(taken) and taken[0] | taken[1] == ids, [log[-3000:] for log in logs]  # each worker ran some
     with Session(get_engine(postgres_url)) as session:
         runs = session.exec(select(EvalRun).where(col(EvalRun.flow_run_id).in_(ids))).all()
