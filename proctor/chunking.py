@@ -64,14 +64,21 @@ async def settle_all(awaitables: Iterable[Awaitable[object]]) -> None:
             raise result
 
 
-def is_stop_signal(outcome: object) -> bool:
-    """Ctrl-C, or SIGTERM as Prefect's flow engine raises it (`TerminationSignal`). Any other
-    BaseException from a chunk (a worker that died) fails the chunk, and a retried flow run
-    resumes the run."""
-    if isinstance(outcome, KeyboardInterrupt):
-        return True
-    if "prefect.exceptions" not in sys.modules:
-        return False
-    from prefect.exceptions import ExternalSignal
+def stop_signal_in(outcome: object) -> BaseException | None:
+    """The Ctrl-C, or SIGTERM as Prefect's flow engine raises it (`TerminationSignal`), that
+    `outcome` is or was caused by (Prefect may raise an error of its own while it handles the
+    signal inside a task run); None for anything else. Any other BaseException from a chunk (a
+    worker that died) fails the chunk, and a retried flow run resumes the run."""
+    signals: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
+    if "prefect.exceptions" in sys.modules:
+        from prefect.exceptions import ExternalSignal
 
-    return isinstance(outcome, ExternalSignal)
+        signals += (ExternalSignal,)
+    seen: set[int] = set()
+    error = outcome if isinstance(outcome, BaseException) else None
+    while error is not None and id(error) not in seen:
+        if isinstance(error, signals):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    return None

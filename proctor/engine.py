@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from sqlmodel import Session
 
 from proctor import __version__, progress
-from proctor.chunking import Chunk, auto_chunk_size, chunked, is_stop_signal
+from proctor.chunking import Chunk, auto_chunk_size, chunked, stop_signal_in
 from proctor.collection import fewer_collections
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
@@ -278,8 +278,9 @@ async def _run_owned(
     )
     outcomes = await _run_chunks(steps, request, settings, planned, checkpoints, size)
     for outcome in outcomes:  # a stop signal that reached a chunk stops the run as it stands,
-        if is_stop_signal(outcome):  # to be resumed: it is not a failed chunk
-            raise outcome
+        stop = stop_signal_in(outcome)  # to be resumed: it is not a failed chunk
+        if stop is not None:
+            raise stop
     return await _finish(steps, request, suite, variant, settings, outcomes, report_dir)
 
 

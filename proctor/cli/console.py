@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -40,17 +39,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 def stopped_by_signal(error: BaseException) -> int | None:
     """The exit status for a run stopped by Ctrl-C or SIGTERM (Prefect's flow engine turns
-    SIGTERM into its own `TerminationSignal`), or None for anything else."""
-    if isinstance(error, Terminated):
-        return EXIT_TERMINATED
-    if isinstance(error, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
-    if "prefect.exceptions" in sys.modules:
-        from prefect.exceptions import TerminationSignal
+    SIGTERM into its own `TerminationSignal`, and may raise an error of its own while it
+    handles it), or None for anything else."""
+    from proctor.chunking import stop_signal_in
 
-        if isinstance(error, TerminationSignal):
-            return EXIT_TERMINATED
-    return None
+    stop = stop_signal_in(error)
+    if stop is None:
+        return None
+    return EXIT_INTERRUPTED if type(stop) is KeyboardInterrupt else EXIT_TERMINATED
 
 
 def quiet_prefect(verbose: bool) -> None:

@@ -209,6 +209,8 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         print_problems(ValueError(f"resume: {busy}"))
         return EXIT_BAD_INPUT
     except Exception as error:
+        if stopped_by_signal(error) is not None:  # raised by Prefect while it handled a SIGTERM
+            return interrupted(error, started)
         print(
             terminal_text(f"error: the run of {request.suite} could not complete: {error}{_hint(error)}"),
             file=sys.stderr,

@@ -41,3 +41,33 @@ def test_an_agent_error_with_escape_sequences_reaches_the_terminal_as_symbols(tm
     assert "␛[2J␛[31mred" in " ".join(output.split()) or "␛[2J" in output, output
     for raw in ("\x1b", "\x07", "\x9b", "\x00"):
         assert raw not in output, repr(output)
+
+
+def test_a_stop_signal_is_found_behind_an_error_prefect_raised_while_handling_it() -> None:
+    """SIGTERM inside a task run can surface as Prefect's own error ("Task run is not set")
+    raised while it handled its TerminationSignal: still a stop (exit 143), not a failed run;
+    a BaseException of another kind (a worker that died) is not a stop."""
+    from prefect.exceptions import TerminationSignal
+
+    from proctor.cli.console import Terminated, stopped_by_signal
+
+    try:
+        try:
+            raise TerminationSignal(15)
+        except BaseException:
+            raise RuntimeError("Task run is not set") from None
+    except RuntimeError as hidden:
+        assert stopped_by_signal(hidden) is None  # `from None`: no chain, no guess
+    try:
+        try:
+            raise TerminationSignal(15)
+        except BaseException:
+            raise RuntimeError("Task run is not set")  # noqa: B904 - as Prefect raises it
+    except RuntimeError as raised:
+        assert stopped_by_signal(raised) == 143
+
+    class WorkerDied(BaseException):
+        pass
+
+    assert (stopped_by_signal(KeyboardInterrupt()), stopped_by_signal(Terminated())) == (130, 143)
+    assert stopped_by_signal(WorkerDied()) is None and stopped_by_signal(ValueError()) is None
