@@ -25,6 +25,7 @@ from proctor.models.request import EvaluationRequest, RunSummary, VariantSpec
 from proctor.models.tables import EvalRun, RunStatus
 from proctor.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
 from proctor.runtime import RunSettings
+from proctor.stopping import noting_sigterm
 from proctor.tasks.notify import compare_with_baseline_task, notify_task, notify_unfinished_task
 from proctor.tasks.persist import finalize_run
 from proctor.tasks.report import publish_artifacts, render_reports_task, write_comparison_task
@@ -56,7 +57,8 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     policy, before it fails.
     """
     try:
-        summary = await evaluate_request(request, PrefectSteps())
+        with noting_sigterm():  # Prefect raises its own signal for it; the CLI tells a stop apart
+            summary = await evaluate_request(request, PrefectSteps())
     except Exception as error:
         get_run_logger().error("the run did not complete: %s", error)
         if request.slack is not None and not getattr(error, "notified", False):

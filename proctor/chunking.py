@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sys
 from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -62,23 +61,3 @@ async def settle_all(awaitables: Iterable[Awaitable[object]]) -> None:
     for result in await asyncio.gather(*awaitables, return_exceptions=True):
         if isinstance(result, BaseException):
             raise result
-
-
-def stop_signal_in(outcome: object) -> BaseException | None:
-    """The Ctrl-C, or SIGTERM as Prefect's flow engine raises it (`TerminationSignal`), that
-    `outcome` is or was caused by (Prefect may raise an error of its own while it handles the
-    signal inside a task run); None for anything else. Any other BaseException from a chunk (a
-    worker that died) fails the chunk, and a retried flow run resumes the run."""
-    signals: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
-    if "prefect.exceptions" in sys.modules:
-        from prefect.exceptions import ExternalSignal
-
-        signals += (ExternalSignal,)
-    seen: set[int] = set()
-    error = outcome if isinstance(outcome, BaseException) else None
-    while error is not None and id(error) not in seen:
-        if isinstance(error, signals):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
-    return None

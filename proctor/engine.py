@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from sqlmodel import Session
 
 from proctor import __version__, progress
-from proctor.chunking import Chunk, auto_chunk_size, chunked, stop_signal_in
+from proctor.chunking import Chunk, auto_chunk_size, chunked
 from proctor.collection import fewer_collections
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
@@ -35,6 +35,7 @@ from proctor.progress_watch import watch_stored_cases
 from proctor.reporting.reports import environment_info
 from proctor.runtime import RunSettings, release_runtime
 from proctor.steps import ReportWriteError, mark_completed
+from proctor.stopping import stop_signal_in
 from proctor.storage import default_database_url, get_engine, redact_url
 from proctor.storage.lease import Heartbeat, claim, hold, new_owner
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run

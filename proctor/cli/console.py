@@ -28,6 +28,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: object) -> None:
+        from proctor.stopping import SIGTERM_RECEIVED
+
+        SIGTERM_RECEIVED.set()
         raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -41,11 +44,11 @@ def stopped_by_signal(error: BaseException) -> int | None:
     """The exit status for a run stopped by Ctrl-C or SIGTERM (Prefect's flow engine turns
     SIGTERM into its own `TerminationSignal`, and may raise an error of its own while it
     handles it), or None for anything else."""
-    from proctor.chunking import stop_signal_in
+    from proctor.stopping import SIGTERM_RECEIVED, stop_signal_in
 
     stop = stop_signal_in(error)
     if stop is None:
-        return None
+        return EXIT_TERMINATED if SIGTERM_RECEIVED.is_set() else None
     return EXIT_INTERRUPTED if type(stop) is KeyboardInterrupt else EXIT_TERMINATED
 
 

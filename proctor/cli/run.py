@@ -175,6 +175,9 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     from proctor.storage.lease import RunBusy
 
     orchestrated = uses_prefect(args, request)
+    from proctor.stopping import SIGTERM_RECEIVED
+
+    SIGTERM_RECEIVED.clear()  # a stop is this run's only
 
     bar = Progress(
         TextColumn(f"[bold]{Path(request.suite).name}"),
