@@ -4,8 +4,9 @@ A run allocates a few thousand short-lived objects per case (requests, outcomes,
 the suite, the loaded modules and the agent stay alive for the whole run. CPython's default
 thresholds (700 allocations for a young collection) then collect so often, walking the
 long-lived objects again in every older collection, that collection took about 15 % of a
-1,000-case run's time here (`bench/overhead.py`: 0.82-0.94 s against 0.69-0.70 s with the
-threshold raised). During a run the young generation is collected every 50,000 allocations
+1,000-case in-process run's time here (a one-off timing of `evaluate_in_process`, four runs:
+0.82-0.94 s against 0.69-0.70 s with the threshold raised). During a run the young generation
+is collected every 50,000 allocations
 instead; the process's own thresholds come back when the last run in it ends, so a long-lived
 worker is not left changed.
 """

@@ -17,7 +17,6 @@ from proctor.cli.console import (
     escape,
     print_problems,
     print_regression,
-    quiet_prefect,
     sigterm_as_interrupt,
     stopped_by_signal,
     terminal_text,
@@ -89,7 +88,6 @@ def summary_table(summary: Any, database_url: str) -> None:
 @with_prefect_api
 def run_command(args: argparse.Namespace) -> int:
     """Validate every suite at the path first; then run them one after another."""
-    quiet_prefect(args.verbose)
     from proctor.loaders import Problem, SuiteError, discover, slug
     from proctor.loaders.discover import split_case_selector
     from proctor.models.request import EvaluationRequest
@@ -304,7 +302,6 @@ async def start_run(request: Any, orchestrated: bool, verbose: bool) -> Any:
 @with_prefect_api
 def resume_command(args: argparse.Namespace) -> int:
     """Run again what a stopped run did not finish, with the request it was started with."""
-    quiet_prefect(args.verbose)
     from sqlmodel import Session
 
     from proctor.loaders import SuiteError
