@@ -440,3 +440,28 @@ def test_a_vanna_case_cannot_hide_its_user_or_outcome_in_metadata(tmp_path: Path
     with pytest.raises(SuiteError) as raised:
         load_suite(write(tmp_path, "d.dataset.json", document))
     assert [problem.location for problem in raised.value.problems] == [f"test_cases[0].metadata.{key}"]
+
+
+# Written by Vanna 2.0.2's own `EvaluationDataset.save_yaml` / `save_json` (tests/data/vanna), and
+# what Vanna's own `EvaluationDataset.from_yaml` read back from them.
+VANNA_DATA = Path(__file__).resolve().parents[1] / "data" / "vanna"
+READ_BY_VANNA = {
+    "a": (
+        {"id": "alice", "username": "al", "email": "a@x", "metadata": {}, "group_memberships": ["g"]},
+        None,
+        {"tools_called": ["run_sql"], "final_answer_contains": ["x"], "max_components": 2, "metadata": {}},
+    ),
+    "b": ({"id": "bob", "username": None, "email": None, "metadata": {}, "group_memberships": []}, "c1", {}),
+}
+
+
+@pytest.mark.parametrize("name", ["saved_by_vanna_2_0_2.dataset.yaml", "saved_by_vanna_2_0_2.dataset.json"])
+def test_files_vanna_itself_saved_load_as_vanna_reads_them(name: str) -> None:
+    suite = load_suite(VANNA_DATA / name)
+    assert (suite.name, suite.description) == ("sql", "saved by vanna")
+    read = {
+        case.case_id: (case.metadata["user"], case.session.thread_id, case.metadata["expected_outcome"])
+        for case in suite.cases
+    }
+    assert read == READ_BY_VANNA
+    assert suite.cases[1].metadata["area"] == "f"
