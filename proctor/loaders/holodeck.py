@@ -21,6 +21,7 @@ from proctor.loaders.holodeck_keys import (
     unused_section_warnings,
 )
 from proctor.loaders.holodeck_metrics import case_metrics
+from proctor.loaders.holodeck_tools import tool_entries
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
 from proctor.models.case import Case, Suite, Turn
 from proctor.models.holodeck import EvaluationConfig, EvaluationMetric, TestCaseModel
@@ -200,6 +201,8 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     problems += long_ids(str(path), [("name", name)]) + long_ids(
         where, [(f"test_cases[{i}].name", c.case_id) for i, c in enumerate(cases)]
     )
+    _tools, tool_problems = tool_entries(str(path), document.get("tools"), warnings)
+    problems += tool_problems
     if problems:
         raise SuiteError(problems)
     agent = None

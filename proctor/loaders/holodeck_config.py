@@ -1,9 +1,10 @@
 """HoloDeck's global configuration: `~/.holodeck/config.yaml` and the project's `config.yaml`
 beside the agent.yaml (the project's overrides the user's), merged as HoloDeck merges them.
 
-Only `providers` changes an evaluation: the entry named by a model's `provider` (by key, else
-by its own `provider` field) fills the keys the model does not set, for the agent's model and
-the evaluations model. The other sections are named in a warning, with why they are not used.
+`providers` and `vectorstores` change an evaluation: the entry named by a model's `provider` (by
+key, else by its own `provider` field) fills the keys the model does not set, for the agent's
+model and the evaluations model; a vectorstore tool's `database: name` becomes the named store.
+The other sections are named in a warning, with why they are not used.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError
+from proctor.loaders.holodeck_tools import resolve_database_references
 
 CONFIG_NAMES = ("config.yaml", "config.yml")
 USER_CONFIG_DIR = Path.home() / ".holodeck"
@@ -73,10 +75,14 @@ def with_global_config(document: dict[str, Any], agent_dir: Path) -> tuple[dict[
         evaluations = document.get("evaluations")
         if isinstance(evaluations, dict):
             _merge_provider(evaluations.get("model"), providers)
+    vectorstores = merged.get("vectorstores")
     notes = [f"HoloDeck global config read: {', '.join(read)} (providers merged into the models)"]
+    if isinstance(vectorstores, dict):
+        where = str(agent_dir / "agent.yaml")
+        notes += resolve_database_references(document.get("tools"), vectorstores, where)
     notes += [
-        f"{' / '.join(read)}: {key} is not used (only providers changes an evaluation)"
-        for key in sorted(GLOBAL_KEYS - {"providers"})
+        f"{' / '.join(read)}: {key} is not used (only providers and vectorstores change an evaluation)"
+        for key in sorted(GLOBAL_KEYS - {"providers", "vectorstores"})
         if key in merged
     ]
     return document, notes
