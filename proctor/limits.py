@@ -16,12 +16,26 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from proctor.call_clock import calling, waiting_for_turn
+
+T = TypeVar("T")
 
 log = logging.getLogger("proctor.limits")
 
 MAX_HOLD_S = 5.0  # then the slot goes back to the server, for other workers' turn
 LINGER_S = 0.01  # how long a held slot waits for the next call before it is given back
+HELD_CALL_S = 120.0  # how long a call given up by its caller may still hold its slot
+
+
+def held_call_timeout(timeout_s: float | None) -> float:
+    """The HTTP timeout of a call under a limit. Its caller's own limit (a metric's
+    `timeout_ms`) still applies to the caller; the request itself goes on until the server
+    answers, up to `HELD_CALL_S`, so its slot is not handed on while the server still serves it
+    (closing the connection early does not stop the server)."""
+    return max(timeout_s or 0.0, HELD_CALL_S)
 
 
 class ModelCallGate:
@@ -47,7 +61,8 @@ class ModelCallGate:
         self._waiting.append(granted)
         self._spawn()
         try:
-            done = await granted
+            with waiting_for_turn():
+                done = await granted
         except BaseException:
             if granted.done() and not granted.cancelled() and granted.exception() is None:
                 granted.result().set()  # the slot came as this call was cancelled: pass it on
@@ -129,3 +144,49 @@ class ModelCallGate:
         for task in holders:
             task.cancel()
         await asyncio.gather(*holders, return_exceptions=True)
+
+
+async def call_in_slot(
+    slot: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None, call: Callable[[], Awaitable[T]]
+) -> T:
+    """`call()` inside a slot of `slot` (e.g. a `ModelCallGate`), timed as the call alone.
+
+    The wait for the slot stops the enclosing time limit's clock (`call_clock`). A call whose
+    caller gives up (a metric's `timeout_ms`, a stopped run) is not abandoned mid-request: it
+    goes on in the background and keeps its slot until the server has answered (or its own
+    client timeout ends it), so a limit of 1 never has two calls at the server at once.
+    """
+    if slot is None:
+        with calling():
+            return await call()
+    held = slot()
+    with waiting_for_turn():
+        await held.__aenter__()
+    task = asyncio.ensure_future(call())
+    try:
+        with calling():
+            result = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.done():
+            await held.__aexit__(None, None, None)
+        else:
+            task.add_done_callback(lambda done: _release_later(held, done))
+        raise
+    except BaseException as error:
+        await held.__aexit__(type(error), error, error.__traceback__)
+        raise
+    await held.__aexit__(None, None, None)
+    return result
+
+
+_releasing: set[asyncio.Task[Any]] = set()
+
+
+def _release_later(held: contextlib.AbstractAsyncContextManager[Any], done: asyncio.Future[Any]) -> None:
+    """Give back the slot of a call nobody waits for any more, once the server has answered."""
+    if not done.cancelled():
+        done.exception()  # retrieved, so asyncio does not log it as never retrieved
+    with contextlib.suppress(RuntimeError):  # the loop is closing: the slot goes with it
+        task = asyncio.get_running_loop().create_task(held.__aexit__(None, None, None))
+        _releasing.add(task)
+        task.add_done_callback(_releasing.discard)

@@ -12,7 +12,6 @@ unusable was still paid for. What the cache answered is counted apart, as tokens
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from proctor.judges.cache import JudgeCache
 from proctor.judges.client import CallOptions, JudgeClient, JudgeReply, JudgeReplyError, cache_key
+from proctor.limits import call_in_slot, held_call_timeout
 from proctor.models.case import MetricSpec
 
 T = TypeVar("T", bound=BaseModel)
@@ -227,16 +227,18 @@ class Judge:
     ) -> Any:
         """One call to the judge model, inside the model-call slot when a limit is set; without
         `options` it asks for JSON (Proctor's own prompts)."""
-        async with self.gate() if self.gate else contextlib.nullcontext():
-            return await self.client.complete(
+        return await call_in_slot(
+            self.gate,
+            lambda: self.client.complete(
                 model=self.model,
                 messages=messages,
                 temperature=temperature,
                 json_mode=options.json_mode if options else True,
-                timeout_s=self.timeout_s,
+                timeout_s=self.timeout_s if self.gate is None else held_call_timeout(self.timeout_s),
                 max_tokens=(options.max_tokens if options else None) or self.max_tokens,
                 params=options.params if options else None,
-            )
+            ),
+        )
 
     async def ask_text(
         self,

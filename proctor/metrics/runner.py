@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from proctor.call_clock import limited
 from proctor.judges.judge import Usage, spending
 from proctor.metrics.base import Measurement, Metric, MetricContext, Score
 from proctor.metrics.response_path import with_response_at
@@ -91,16 +92,18 @@ def _delay(attempt: int, error: BaseException) -> float:
 
 
 async def _attempt(bound: BoundMetric, ctx: MetricContext) -> Score | Measurement:
-    call = bound.metric.aevaluate(ctx)
+    """One try; `timeout_ms` counts the judge's calls, not their waits for a slot or for quota."""
     if bound.spec.timeout_ms is None:
-        return await call
+        return await bound.metric.aevaluate(ctx)
+    clock = None
     try:
-        return await asyncio.wait_for(call, bound.spec.timeout_ms / 1000)
-    except TimeoutError as error:
-        # wait_for's own expiry carries no message; a TimeoutError raised inside keeps its own.
-        if str(error):
-            raise
-        raise _RunnerTimeout from None
+        async with limited(bound.spec.timeout_ms / 1000) as clock:
+            return await bound.metric.aevaluate(ctx)
+    except TimeoutError:
+        # only our own expiry is "timed out after N ms"; a TimeoutError raised inside keeps its own.
+        if clock is not None and clock.expired:
+            raise _RunnerTimeout from None
+        raise
 
 
 def _failed(bound: BoundMetric) -> dict[str, Any]:

@@ -180,3 +180,99 @@ def test_the_model_call_limit_covers_judge_calls_and_agent_time_excludes_the_wai
     assert max(waits) >= 300  # the last case waited for three others' calls, stored apart...
     for row in rows:  # ...and not counted as the agent's time (compared, not timed: CI is busy)
         assert row.agent_ms == pytest.approx(sum(turn["latency_ms"] for turn in row.turns), abs=250)
+
+
+TIMED_SUITE = """
+name: limited
+test_cases:
+{cases}
+evaluations:
+  model: {{name: judge-model}}
+  metrics:
+    - metric: llm_judge
+      threshold: 0.7
+      timeout_ms: {timeout_ms}
+      retry_on_failure: 1
+"""
+
+
+def _limited_judged_run(
+    tmp_path: Path,
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    limit: str,
+    cases: int,
+    timeout_ms: int,
+    judge_s: float,
+):
+    """`cases` cases whose agent and judge calls share a limit of one slot; returns the run's
+    summary, the fake judge and the shared counter of calls in flight (agent and judge)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    from proctor.agents.targets import load_target
+    from tests.fakes import FakeOpenAI, judged
+
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=limit, limit=1))
+    (tmp_path / "agent.py").write_text(SHARED_AGENT)
+    lines = "\n".join(
+        f"  - {{name: c{i}, input: 'When do you open, {i}?', ground_truth: 9am}}" for i in range(cases)
+    )
+    (tmp_path / "agent.yaml").write_text(TIMED_SUITE.format(cases=lines, timeout_ms=timeout_ms))
+    agent = f"{tmp_path / 'agent.py'}:agent"
+    shared = load_target(agent).__globals__
+
+    def judge_reply(body: dict) -> str:
+        shared["enter"]()
+        time.sleep(judge_s)
+        shared["leave"]()
+        return judged(5)
+
+    with FakeOpenAI(default=judge_reply) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        summary = _run(
+            suite=str(tmp_path / "agent.yaml"),
+            agent=agent,
+            database_url=sqlite_url,
+            concurrency=cases,
+            model_call_limit=limit,
+            report_dir=str(tmp_path / "r"),
+        )
+        time.sleep(judge_s)  # a call still at the server when the run ended is counted too
+    return summary, api, shared
+
+
+def test_a_judges_timeout_counts_its_call_not_its_wait_for_a_slot(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Eight agents (0.2 s) and eight judges (0.3 s) one at a time: the last judge waits ~3 s for
+    # its slot, twice its 1.5 s timeout; the calls themselves take a fifth of it.
+    summary, api, shared = _limited_judged_run(
+        tmp_path,
+        sqlite_url,
+        monkeypatch,
+        limit="proctor-test-slot-wait",
+        cases=8,
+        timeout_ms=1500,
+        judge_s=0.3,
+    )
+    assert (summary.total, summary.passed, summary.errored) == (8, 8, 0)
+    assert len(api.completions) == 8 and shared["peak"][0] == 1
+
+
+def test_a_judge_call_given_up_keeps_its_slot_until_the_server_has_answered(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Judges that take 0.8 s against a 0.2 s timeout: every attempt is given up, and yet the
+    # server never sees two calls at once under a limit of one.
+    summary, api, shared = _limited_judged_run(
+        tmp_path, sqlite_url, monkeypatch, limit="proctor-test-given-up", cases=2, timeout_ms=200, judge_s=0.8
+    )
+    assert (summary.total, summary.errored) == (2, 2)
+    assert len(api.completions) == 4  # two attempts per case, each reached the server
+    assert shared["peak"][0] == 1, shared["peak"]
