@@ -33,7 +33,7 @@ from proctor.pipeline import AgentCheckpoint, CaseWork
 from proctor.preparation import DEFAULT_REPORT_ROOT, default_report_dir, prepare
 from proctor.progress_watch import watch_stored_cases
 from proctor.reporting.reports import environment_info
-from proctor.runtime import RunSettings, release_runtime
+from proctor.runtime import RunSettings, close_runtime
 from proctor.steps import ReportWriteError, mark_completed
 from proctor.stopping import stop_signal_in
 from proctor.storage import default_database_url, get_engine, redact_url
@@ -321,7 +321,7 @@ async def _run_chunks(
                 return_exceptions=True,
             )
         finally:
-            release_runtime(run_id)
+            await close_runtime(run_id)
 
 
 async def _finish(

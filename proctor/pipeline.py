@@ -135,6 +135,7 @@ async def _agent_turn(
         config=dict(case.session.config),
         state=state,
         metadata=case.metadata,
+        run_scope=runtime.scope,
     )
     asked = started = time.perf_counter()
     try:

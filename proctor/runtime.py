@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from proctor import progress
 from proctor.agents import AgentInvoker, load_target
+from proctor.agents.tools import RunScope
 from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
 from proctor.limits import ModelCallGate
 from proctor.metrics import REGISTRY, BoundMetric
@@ -62,6 +63,7 @@ class Runtime:
     _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
     _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
     _gate: ModelCallGate | None = None
+    scope: RunScope = field(default_factory=RunScope)  # the agent's tools, opened once for the run
 
     def bind(self, spec: MetricSpec) -> BoundMetric:
         """The metric for a spec, built once per run: cases of a suite share their specs."""
@@ -121,7 +123,9 @@ class Runtime:
             )
 
     async def aclose(self) -> None:
-        """Let go of the agent's threads and the judges' connections (on their own loop)."""
+        """Stop the agent's tool servers, let go of its threads and the judges' connections (on
+        their own loop)."""
+        await self.scope.aclose()
         self.invoker.close()
         clients, self._judge_clients = list(self._judge_clients.values()), {}
         for client in clients:
@@ -174,23 +178,36 @@ async def chunk_runtime(settings: RunSettings) -> AsyncIterator[Runtime]:
 _closing: set[asyncio.Task[None]] = set()
 
 
-def release_runtime(run_id: uuid.UUID) -> None:
-    """Let go of a run's agent threads and judge connections.
+def release_runtime(run_id: uuid.UUID) -> list[asyncio.Task[None]]:
+    """Let go of a run's agent tools, threads and judge connections; returns the closings
+    started on the running loop (`close_runtime` waits for them).
 
     A worker runs flow after flow in one process: judge clients left open keep their
     keep-alive connections (and the server's side of them) until garbage collection. They are
-    closed on the loop they were opened on when it is the running one; else it is gone already.
+    closed on the loop they were opened on when it is the running one; else it is gone already
+    (and with it every task that held a tool open: their cancellation stopped the tools).
     """
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
         running = None
+    tasks = []
     for key in [key for key in _runtimes if key[0] == run_id]:
         runtime = _runtimes.pop(key)
         if running is not None and key[1] in (running, None):
             task = running.create_task(runtime.aclose())
             _closing.add(task)
             task.add_done_callback(_closing.discard)
+            tasks.append(task)
         else:
             runtime.invoker.close()
             runtime._judge_clients = {}
+    return tasks
+
+
+async def close_runtime(run_id: uuid.UUID) -> None:
+    """`release_runtime`, waiting until the run's tools are stopped (a server the run started
+    is gone when this returns, even when the run is being cancelled)."""
+    tasks = release_runtime(run_id)
+    if tasks:
+        await asyncio.shield(asyncio.wait(tasks))

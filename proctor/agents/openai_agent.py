@@ -3,16 +3,19 @@ instructions and its tools, with Proctor running the tool loop and recording eve
 
 This is how a HoloDeck `agent.yaml` (model, instructions inline or `file:`, tools) runs:
 `--agent openai:agent.yaml`, or nothing at all for an agent.yaml that defines its agent.
-A tool is implemented by a Python callable (`function: module:attr` or `file.py:attr`) or
-answered with canned results from the case (`metadata.tool_results.<tool name>`).
+A tool is implemented by a Python callable (`function: module:attr` or `file.py:attr`), by a
+runner for its HoloDeck `type` (`proctor.agents.tools`: MCP servers, indexes, opened once per
+run), or answered with canned results from the case (`metadata.tool_results.<tool name>`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from proctor.agents.protocol import AgentRequest, AgentResponse
 from proctor.agents.providers import make_client
 from proctor.agents.tool_schema import schema_from_function
+from proctor.agents.tools import (
+    HOLODECK_TOOL_TYPES,
+    RUNNERS,
+    RunnerFactory,
+    RunScope,
+    ToolBox,
+    ToolContext,
+)
 from proctor.env import expand_env
 from proctor.judges.credentials import redact, resolve_base_url
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
 from proctor.user_code import load_python_target
+
+log = logging.getLogger("proctor.agents")
 
 
 class ToolSpec(BaseModel):
@@ -36,6 +49,7 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str = ""
+    type: str = "function"  # HoloDeck's tool kind; other kinds are answered by their runner
     parameters: dict[str, Any] | None = None
     function: str | None = None
     file: str | None = None  # HoloDeck: `file: tools.py` + `function: name`
@@ -71,15 +85,51 @@ class ModelCallError(RuntimeError):
 class OpenAIToolAgent:
     """Calls the model, runs the tools it asks for, and repeats until it answers."""
 
-    def __init__(self, config: OpenAIAgentConfig, base_dir: Path) -> None:
+    def __init__(
+        self,
+        config: OpenAIAgentConfig,
+        base_dir: Path,
+        *,
+        document: Mapping[str, Any] | None = None,
+        runners: Mapping[str, RunnerFactory] = RUNNERS,
+    ) -> None:
         self.config = config
         self.instructions = self._instructions(config.instructions, base_dir)
+        self.warnings: list[str] = []
+        self.tool_context = ToolContext(
+            base_dir=base_dir,
+            agent_name=config.name,
+            model=config.model,
+            document=document or {},
+            warn=self.warnings.append,
+        )
+        # Tools a runner answers: each factory checks its entry now (a bad one fails the load),
+        # and makes a fresh runner for each run (`_new_toolbox`).
+        self.runner_tools = {
+            tool.name: (tool.model_dump(exclude_unset=True), runners[tool.type])
+            for tool in config.tools
+            if tool.type in runners
+        }
+        for index, tool in enumerate(config.tools):
+            if tool.type not in runners and tool.type not in HOLODECK_TOOL_TYPES:
+                raise ValueError(
+                    f"tools[{index}] ({tool.name}): type {tool.type!r} is not a tool kind; "
+                    f"known: {', '.join(sorted(HOLODECK_TOOL_TYPES | set(runners)))}"
+                )
+            if tool.name in self.runner_tools:
+                entry, factory = self.runner_tools[tool.name]
+                try:
+                    factory(entry, self.tool_context)
+                except ValueError as error:
+                    raise ValueError(f"tools[{index}] ({tool.name}, type {tool.type}): {error}") from None
+        for warning in self.warnings:
+            log.warning("%s", warning)
         self.implementations = {
             tool.name: resolve_relative_target(_function_target(tool), base_dir)
             for tool in config.tools
-            if tool.function
+            if tool.function and tool.name not in self.runner_tools
         }
-        self.schemas = [self._schema(tool) for tool in config.tools]
+        self.schemas = [self._schema(tool) for tool in config.tools if tool.name not in self.runner_tools]
         self.app_details = adk_app_details(config.name, self.instructions, self.schemas)
         self.response_format = response_format(config.response_format, config.name, base_dir)
         self.base_url = resolve_base_url(config.model)
@@ -126,19 +176,52 @@ class OpenAIToolAgent:
             "function": {"name": tool.name, "description": description, "parameters": parameters},
         }
 
-    def _tool_schemas(self) -> list[dict[str, Any]]:
-        return self.schemas
+    def _new_toolbox(self) -> ToolBox:
+        """This run's runners (unopened), one per tool entry a runner answers."""
+        return ToolBox(
+            [
+                (name, factory(entry, self.tool_context))
+                for name, (entry, factory) in self.runner_tools.items()
+            ],
+            taken=[tool.name for tool in self.config.tools if tool.name not in self.runner_tools],
+        )
 
-    async def _run_tool(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
+    def _tool_schemas(self, toolbox: ToolBox | None = None) -> list[dict[str, Any]]:
+        """Every tool the model is offered, in the agent.yaml's order (a runner's tools where
+        its entry stands)."""
+        if toolbox is None:
+            return self.schemas
+        schemas, own = [], iter(self.schemas)
+        for tool in self.config.tools:
+            schemas += toolbox.schemas_of(tool.name) if tool.name in self.runner_tools else [next(own)]
+        return schemas
+
+    async def _run_tool(
+        self, name: str, args: dict[str, Any], request: AgentRequest, toolbox: ToolBox | None = None
+    ) -> Any:
         canned = (request.metadata.get("tool_results") or {}).get(name)
         if name in self.implementations:
             result = load_python_target(self.implementations[name])(**args)
             return await result if hasattr(result, "__await__") else result
+        if toolbox is not None and toolbox.answers(name):
+            return await toolbox.call(name, args, request)
         if canned is not None:
             return canned
         raise ToolLoopError(f"the model called {name!r}, which has no implementation and no canned result")
 
     async def __call__(self, request: AgentRequest) -> AgentResponse:
+        if not self.runner_tools:
+            return await self._converse(request, None)
+        if request.run_scope is not None:  # the run's tools, opened by its first case
+            return await self._converse(request, await request.run_scope.open(self, self._new_toolbox))
+        scope = RunScope()  # called outside a run: the tools live for this call
+        try:
+            return await self._converse(request, await scope.open(self, self._new_toolbox))
+        finally:
+            await scope.aclose()
+
+    async def _converse(self, request: AgentRequest, toolbox: ToolBox | None) -> AgentResponse:
+        schemas = self._tool_schemas(toolbox)
         messages: list[dict[str, Any]] = []
         if self.instructions:
             messages.append({"role": "system", "content": self.instructions})
@@ -153,7 +236,7 @@ class OpenAIToolAgent:
                 completion = await client.chat.completions.create(
                     model=model.name,
                     messages=messages,  # type: ignore[arg-type]
-                    tools=self._tool_schemas() or openai.NOT_GIVEN,  # type: ignore[arg-type]
+                    tools=schemas or openai.NOT_GIVEN,  # type: ignore[arg-type]
                     temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
                     max_tokens=model.max_tokens or openai.NOT_GIVEN,
                     top_p=model.top_p if model.top_p is not None else openai.NOT_GIVEN,
@@ -169,9 +252,12 @@ class OpenAIToolAgent:
                 raise ToolLoopError("the model returned no choices")
             message = completion.choices[0].message
             if not message.tool_calls:
-                return AgentResponse(
-                    answer=message.content or "", metadata={"adk_app_details": self.app_details}
+                app_details = (
+                    self.app_details
+                    if toolbox is None
+                    else adk_app_details(self.config.name, self.instructions, schemas)
                 )
+                return AgentResponse(answer=message.content or "", metadata={"adk_app_details": app_details})
             messages.append(message.model_dump(exclude_none=True))
             for tool_call in message.tool_calls:
                 try:
@@ -180,7 +266,7 @@ class OpenAIToolAgent:
                     raise ToolLoopError(
                         f"the model sent invalid JSON arguments for {tool_call.function.name}"
                     ) from error
-                result = await self._run_tool(tool_call.function.name, args, request)
+                result = await self._run_tool(tool_call.function.name, args, request, toolbox)
                 request.record_tool_call(tool_call.function.name, args, result)
                 messages.append(
                     {
@@ -227,7 +313,9 @@ def response_format(value: dict[str, Any] | str | None, name: str, base_dir: Pat
     return {"type": "json_schema", "json_schema": {"name": schema_name, "schema": value}}
 
 
-_NOT_SUBSTITUTED = {"api_key", "deployment", "observability"}  # keys resolve when called; unused
+# Keys resolved when used (a key, a tool's `env` and `headers`: their values never reach an
+# error), or unused.
+_NOT_SUBSTITUTED = {"api_key", "deployment", "observability", "env", "headers"}
 
 
 def substitute(value: Any, missing: list[str]) -> Any:
@@ -252,4 +340,4 @@ def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     document = substitute(document, missing)
     if missing:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
-    return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent)
+    return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from proctor.agents.tools.scope import RunScope
 from proctor.models.agentflow import ToolCall
 from proctor.models.holodeck import ProcessedFileInput
 from proctor.models.outcome import TokenUsage
@@ -61,6 +62,9 @@ class AgentRequest:
     recorded_tool_calls: list[ToolCall] = field(default_factory=list)
     recorded_usage: TokenUsage = field(default_factory=TokenUsage)
     recorded_model_calls: int = 0
+    # What the run opened once for all its cases (an agent's MCP servers, indexes); None when the
+    # agent is called outside a run. See `proctor.agents.tools.scope`.
+    run_scope: RunScope | None = None
 
     def record_tool_call(self, name: str, args: dict[str, Any] | None = None, result: Any = None) -> None:
         """Report a tool call as it happens (kept even if the agent later fails)."""

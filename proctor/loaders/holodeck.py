@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from proctor.agents.tools.registry import NOT_RUN
 from proctor.files import leaves_roots
 from proctor.loaders import holodeck_cases as holodeck
 from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
@@ -209,7 +210,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     if document.get("model") and document.get("instructions") is not None:
         agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop
         for index, tool in enumerate(document.get("tools") or []):
-            if isinstance(tool, dict) and tool.get("type", "function") != "function":
+            if isinstance(tool, dict) and tool.get("type", "function") in NOT_RUN:
                 warnings.append(
                     f"{path}: tools[{index}] is a {tool.get('type')!r} tool, which is not run yet; "
                     "give it canned results in the cases' metadata.tool_results"

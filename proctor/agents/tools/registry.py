@@ -1,0 +1,19 @@
+"""Which runner answers each HoloDeck tool `type` (see `proctor.agents.tools.runner` for the
+contract). `function` tools are not here: the agent calls their Python function itself.
+
+A type listed in `NOT_RUN` is a HoloDeck kind no runner serves yet: its calls are answered
+from the case's canned `metadata.tool_results`, and loading the agent warns about it.
+Each factory imports its kind's module when called, so an agent without that kind never
+imports its dependencies (the `mcp` SDK, a vector store).
+"""
+
+from __future__ import annotations
+
+from proctor.agents.tools.runner import RunnerFactory
+
+RUNNERS: dict[str, RunnerFactory] = {}
+
+# HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
+NOT_RUN = frozenset({"vectorstore", "hierarchical_document", "mcp", "prompt"} - set(RUNNERS))
+
+HOLODECK_TOOL_TYPES = frozenset({"function", *RUNNERS, *NOT_RUN})
