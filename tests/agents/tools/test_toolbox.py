@@ -65,6 +65,8 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _agent_yaml(folder: Path, api: FakeOpenAI, ledger: str = "prefix: 'v-'", cases: str = "") -> Path:
+    """An `openai:` agent config with a ledger tool, and beside it (`suite.yaml`) its cases: a
+    HoloDeck suite holds only HoloDeck's own tool kinds."""
     (folder / "tools.py").write_text("def clock():\n    return '09:00'\n")
     path = folder / "agent.yaml"
     path.write_text(
@@ -75,11 +77,19 @@ def _agent_yaml(folder: Path, api: FakeOpenAI, ledger: str = "prefix: 'v-'", cas
         tools:
           - {{name: clock, description: The time, file: tools.py, function: clock}}
           - {{name: books, description: Look a key up, type: ledger, {ledger}}}
-        test_cases:
         """)
-        + (cases or "  - {name: one, input: 'look up a'}\n")
+    )
+    (folder / "suite.yaml").write_text(
+        "name: books\ntest_cases:\n" + (cases or "  - {name: one, input: 'look up a'}\n")
     )
     return path
+
+
+def _run(path: Path, *more: str) -> int:
+    folder = path.parent
+    database = f"sqlite:///{folder / 'r.db'}"
+    args = ["--no-prefect", "--no-progress", "--db", database, "--output", str(folder / "out")]
+    return main(["run", str(folder / "suite.yaml"), "--agent", f"openai:{path}", *args, *more])
 
 
 def _invoke(target: str, request: AgentRequest):
@@ -136,9 +146,7 @@ def test_a_run_opens_its_tools_once_for_every_case_and_closes_them_at_its_end(
 
     api.default = model
     path = _agent_yaml(tmp_path, api, cases=cases)
-    database = f"sqlite:///{tmp_path / 'r.db'}"
-    args = ["--no-prefect", "--no-progress", "--db", database, "--output", str(tmp_path / "out")]
-    assert main(["run", str(path), *args, "--concurrency", "4"]) == EXIT_FAILED
+    assert _run(path, "--concurrency", "4") == EXIT_FAILED
     assert events == ["open", "close"]  # four cases at once, one opening
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     results = {r["test_name"]: r for r in report["results"]}
@@ -156,9 +164,7 @@ def test_a_tool_that_cannot_open_fails_each_case_with_its_reason_and_is_tried_on
 ) -> None:
     cases = "".join(f"  - {{name: case_{i}, input: 'look up {i}'}}\n" for i in range(3))
     path = _agent_yaml(tmp_path, api, ledger="prefix: 'v-', fail: open", cases=cases)
-    database = f"sqlite:///{tmp_path / 'r.db'}"
-    args = ["--no-prefect", "--no-progress", "--db", database, "--output", str(tmp_path / "out")]
-    main(["run", str(path), *args])
+    _run(path)
     assert events == ["open", "close"]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     errors = [r["errors"] for r in report["results"]]
@@ -187,9 +193,7 @@ def test_a_tool_that_cannot_answer_fails_only_the_case_that_called_it(
 
     api.default = model
     path = _agent_yaml(tmp_path, api, ledger="prefix: 'v-', fail: call", cases=cases)
-    database = f"sqlite:///{tmp_path / 'r.db'}"
-    args = ["--no-prefect", "--no-progress", "--db", database, "--output", str(tmp_path / "out")]
-    main(["run", str(path), *args])
+    _run(path)
     report = {
         r["test_name"]: r for r in json.loads((tmp_path / "out" / "report.json").read_text())["results"]
     }
