@@ -154,6 +154,12 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
                 resolve_api_key(spec.model)
             except CredentialError as error:
                 problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
+            if spec.model is not None and spec.model.provider != "openai":
+                from proctor.agents.providers import provider_problem  # imports openai: on use
+
+                problem = provider_problem(spec.model)
+                if problem:
+                    problems.append(Problem(suite.path, f"metric {spec.name!r}", problem))
     if problems:
         unique = {str(problem): problem for problem in problems}
         raise SuiteError(list(unique.values()))

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from proctor import progress
 from proctor.agents import AgentInvoker, load_target
 from proctor.agents.tools import RunScope
-from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key, resolve_base_url
+from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key
 from proctor.limits import ModelCallGate
 from proctor.metrics import REGISTRY, BoundMetric
 from proctor.models.case import MetricSpec
@@ -61,7 +61,7 @@ class Runtime:
     limiter: asyncio.Semaphore
     writer: ResultWriter
     _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
-    _judge_clients: dict[tuple[str | None, str], JudgeClient] = field(default_factory=dict)
+    _judge_clients: dict[tuple[str, str | None, str | None], JudgeClient] = field(default_factory=dict)
     _gate: ModelCallGate | None = None
     scope: RunScope = field(default_factory=RunScope)  # the agent's tools, opened once for the run
 
@@ -94,14 +94,20 @@ class Runtime:
         )
 
     def _judge_for(self, spec: MetricSpec) -> Judge:
-        """The judge a spec names (its model, else the default), sharing one client per endpoint."""
+        """The judge a spec names (its model, else the default), sharing one client per endpoint.
+        The client is made for the model's provider as the agent's is (`judge_client`): its
+        path, headers, API version and its own provider's key."""
+        from proctor.agents.providers import base_url_of, judge_client  # imports openai: on use
+
         provider = spec.model
-        base_url, api_key = resolve_base_url(provider), resolve_api_key(provider)
-        client = self._judge_clients.get((base_url, api_key))
+        endpoint = (
+            provider.provider if provider else "openai",
+            base_url_of(provider),
+            resolve_api_key(provider),
+        )
+        client = self._judge_clients.get(endpoint)
         if client is None:
-            client = self._judge_clients[(base_url, api_key)] = JudgeClient(
-                base_url=base_url, api_key=api_key
-            )
+            client = self._judge_clients[endpoint] = judge_client(provider)
         judge = Judge.for_spec(
             spec,
             client,

@@ -23,7 +23,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from proctor.agents.protocol import AgentRequest, AgentResponse
-from proctor.agents.providers import make_client
+from proctor.agents.providers import base_url_of, make_client, sampling
 from proctor.agents.tool_schema import schema_from_function
 from proctor.agents.tools import (
     HOLODECK_TOOL_TYPES,
@@ -34,7 +34,7 @@ from proctor.agents.tools import (
     ToolContext,
 )
 from proctor.env import expand_env
-from proctor.judges.credentials import redact, resolve_base_url
+from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
 from proctor.user_code import load_python_target
@@ -132,7 +132,7 @@ class OpenAIToolAgent:
         self.schemas = [self._schema(tool) for tool in config.tools if tool.name not in self.runner_tools]
         self.app_details = adk_app_details(config.name, self.instructions, self.schemas)
         self.response_format = response_format(config.response_format, config.name, base_dir)
-        self.base_url = resolve_base_url(config.model)
+        self.base_url = base_url_of(config.model)
         # the provider's client is made here once, so what it cannot do is refused before any case runs
         self._api_key = make_client(config.model)[1]
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
@@ -237,9 +237,7 @@ class OpenAIToolAgent:
                     model=model.name,
                     messages=messages,  # type: ignore[arg-type]
                     tools=schemas or openai.NOT_GIVEN,  # type: ignore[arg-type]
-                    temperature=model.temperature if model.temperature is not None else openai.NOT_GIVEN,
-                    max_tokens=model.max_tokens or openai.NOT_GIVEN,
-                    top_p=model.top_p if model.top_p is not None else openai.NOT_GIVEN,
+                    **sampling(model),
                     response_format=self.response_format or openai.NOT_GIVEN,  # type: ignore[arg-type]
                 )
             except openai.APIError as error:  # its message is stored: never with the key in it

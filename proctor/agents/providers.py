@@ -1,36 +1,51 @@
-"""HoloDeck's model providers, each reached through the `openai` package.
+"""HoloDeck's model providers, each reached through the `openai` package: by the agent under
+test and by every judge alike (`judge_client`), so a judge reaches the same host, path, headers
+and API version as the agent would with that model.
 
-* `openai`: the endpoint (or `OPENAI_BASE_URL`), bearer key.
+* `openai`: the endpoint (or `PROCTOR_JUDGE_BASE_URL` / `OPENAI_BASE_URL`), bearer key
+  (`api_key`, else `PROCTOR_JUDGE_API_KEY` / `OPENAI_API_KEY`).
 * `azure_openai`: `openai.AsyncAzureOpenAI` — `endpoint` is the resource URL, `name` the
-  deployment, `api_version` (default below) in the query, the key in the `api-key` header.
+  deployment, `api_version` (default below) in the query, the key (`api_key`, else
+  `AZURE_OPENAI_API_KEY`) in the `api-key` header.
 * `ollama`: its OpenAI-compatible API under `/v1` of the endpoint (default localhost:11434);
-  Ollama ignores the key, so none is required.
+  Ollama checks no key, so none is sent unless the model names one (the `openai` package
+  needs some string: a placeholder, never a real key, goes in the header).
 * `anthropic`: Anthropic's OpenAI SDK compatibility endpoint (`https://api.anthropic.com/v1/`)
   with an API key (`api_key`, else `ANTHROPIC_API_KEY`). Only `auth_provider: api_key` can be
   honoured: Bedrock, Vertex AI and Foundry need their own SDKs and signing, which the `openai`
   package does not do, so they are refused with that reason.
+
+A key goes only to its own provider (`proctor.judges.credentials.resolve_api_key`).
 """
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
 import openai
 
-from proctor.judges.credentials import CredentialError, resolve_api_key, resolve_base_url
+from proctor.judges.client import JudgeClient
+from proctor.judges.credentials import resolve_api_key, resolve_base_url
 from proctor.models.holodeck import LLMProvider
 
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 OLLAMA_DEFAULT_ENDPOINT = "http://localhost:11434"
 ANTHROPIC_OPENAI_ENDPOINT = "https://api.anthropic.com/v1/"
+# HoloDeck's `LLMProvider` defaults (models/llm.py): what an agent's model is called with when
+# the agent.yaml leaves them unset.
+HOLODECK_TEMPERATURE = 0.3
+HOLODECK_MAX_TOKENS = 1000
+NO_KEY = "no-key"  # what the `openai` package sends Ollama when the model names no key
 
 
 class ProviderError(ValueError):
     """A provider setting Proctor cannot honour, with the reason."""
 
 
-def provider_problem(model: LLMProvider) -> str | None:
+def provider_problem(model: LLMProvider | None) -> str | None:
     """Why this model cannot be called through the `openai` package, if it cannot."""
+    if model is None:
+        return None
     if model.provider == "azure_openai" and not model.endpoint:
         return "provider azure_openai needs an endpoint (the resource URL)"
     if model.provider == "anthropic" and model.auth_provider not in (None, "api_key"):
@@ -46,26 +61,28 @@ def _ollama_base_url(endpoint: str | None) -> str:
     return base if base.endswith("/v1") else f"{base}/v1"
 
 
-def _api_key(model: LLMProvider) -> str:
+def base_url_of(model: LLMProvider | None) -> str | None:
+    """Where a model's calls go, as one string (for the judge cache and reports); None: OpenAI's
+    default. Azure's names the deployment and API version, which the path and query carry."""
+    if model is None or model.provider == "openai":
+        return resolve_base_url(model)
+    if model.provider == "azure_openai":
+        endpoint = (model.endpoint or "").rstrip("/")
+        version = model.api_version or AZURE_DEFAULT_API_VERSION
+        return f"{endpoint}/openai/deployments/{model.name}?api-version={version}"
     if model.provider == "ollama":
-        try:
-            return resolve_api_key(model)
-        except CredentialError:
-            return "ollama"  # Ollama accepts any key
-    if model.provider == "anthropic" and not model.api_key and os.environ.get("ANTHROPIC_API_KEY"):
-        return os.environ["ANTHROPIC_API_KEY"]
-    if model.provider == "azure_openai" and not model.api_key and os.environ.get("AZURE_OPENAI_API_KEY"):
-        return os.environ["AZURE_OPENAI_API_KEY"]
-    return resolve_api_key(model)
+        return _ollama_base_url(model.endpoint)
+    return model.endpoint or ANTHROPIC_OPENAI_ENDPOINT
 
 
-def make_client(model: LLMProvider, max_retries: int = 2) -> tuple[openai.AsyncOpenAI, str]:
-    """The client for a model's provider, and the key it holds (to redact from errors)."""
+def make_client(model: LLMProvider | None, max_retries: int = 2) -> tuple[openai.AsyncOpenAI, str]:
+    """The client for a model's provider (no model: OpenAI's), and the key it holds ("" for
+    none), to redact from errors."""
     problem = provider_problem(model)
     if problem:
         raise ProviderError(problem)
-    key = _api_key(model)
-    if model.provider == "azure_openai":
+    key = resolve_api_key(model) or ""
+    if model is not None and model.provider == "azure_openai":
         client: openai.AsyncOpenAI = openai.AsyncAzureOpenAI(
             azure_endpoint=model.endpoint or "",
             api_version=model.api_version or AZURE_DEFAULT_API_VERSION,
@@ -73,10 +90,32 @@ def make_client(model: LLMProvider, max_retries: int = 2) -> tuple[openai.AsyncO
             max_retries=max_retries,
         )
         return client, key
-    if model.provider == "ollama":
-        base_url = _ollama_base_url(model.endpoint)
-    elif model.provider == "anthropic":
-        base_url = model.endpoint or ANTHROPIC_OPENAI_ENDPOINT
-    else:
-        base_url = resolve_base_url(model)
-    return openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=max_retries), key
+    client = openai.AsyncOpenAI(base_url=base_url_of(model), api_key=key or NO_KEY, max_retries=max_retries)
+    return client, key
+
+
+def judge_client(model: LLMProvider | None) -> JudgeClient:
+    """A judge's client for its model's provider; retries are the metric runner's (none here)."""
+    client, key = make_client(model, max_retries=0)
+    return JudgeClient(base_url=base_url_of(model), api_key=key, client=client)
+
+
+def is_reasoning_model(name: str) -> bool:
+    """HoloDeck's rule (`_is_reasoning_model`): o1/o3/o4 and gpt-5 models take no temperature
+    or top_p, and cap their output with `max_completion_tokens` in the chat API."""
+    return name.strip().lower().startswith(("o1", "o3", "o4", "gpt-5"))
+
+
+def sampling(model: LLMProvider) -> dict[str, Any]:
+    """The agent's sampling settings as HoloDeck sends them: its defaults (temperature 0.3,
+    max_tokens 1000) where the model sets none; none of temperature/top_p for reasoning models."""
+    max_tokens = model.max_tokens or HOLODECK_MAX_TOKENS
+    if is_reasoning_model(model.name):
+        return {"max_completion_tokens": max_tokens}
+    settings: dict[str, Any] = {
+        "temperature": HOLODECK_TEMPERATURE if model.temperature is None else model.temperature,
+        "max_tokens": max_tokens,
+    }
+    if model.top_p is not None:
+        settings["top_p"] = model.top_p
+    return settings

@@ -110,12 +110,20 @@ def _dump(completion: Any) -> str | None:
 class JudgeClient:
     """An OpenAI-compatible chat endpoint (caching is the caller's: only usable replies are kept)."""
 
-    def __init__(self, *, base_url: str | None, api_key: str) -> None:
+    def __init__(
+        self, *, base_url: str | None, api_key: str, client: openai.AsyncOpenAI | None = None
+    ) -> None:
+        """`client`: one made for the model's provider (`proctor.agents.providers.judge_client`:
+        Azure's deployment path, API version and `api-key` header; Ollama's `/v1`); else a
+        plain OpenAI client for `base_url`. `api_key` is what errors are redacted of."""
         self.base_url = base_url
-        import openai  # imported when a model is first called for, not by every run
+        self._api_key = api_key
+        if client is None:
+            import openai  # imported when a model is first called for, not by every run
 
-        # max_retries=0: the runner retries, so it can count and report every attempt.
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+            # max_retries=0: the runner retries, so it can count and report every attempt.
+            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+        self._client = client
 
     async def aclose(self) -> None:
         """Close the connections; a failure to close is not worth a run's error."""
@@ -146,8 +154,8 @@ class JudgeClient:
                 params=params,
             )
         except JudgeError as error:
-            error.args = (redact(str(error), self._client.api_key),)
-            error.raw = redact(error.raw, self._client.api_key) if error.raw else error.raw
+            error.args = (redact(str(error), self._api_key),)
+            error.raw = redact(error.raw, self._api_key) if error.raw else error.raw
             raise
 
     async def _complete(

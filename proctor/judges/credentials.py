@@ -1,7 +1,11 @@
-"""Where a judge's endpoint and API key come from: the environment or a Prefect Secret block.
+"""Where a model's endpoint and API key come from: the environment or a Prefect Secret block.
 
 A suite names a key only by reference (`${MY_KEY}` or `secret:block-name`), so keys never sit
 in suite files, reports or the database; the resolved value lives only in the client.
+
+Each provider takes its own credential and no other: a model's `api_key` reference, else its
+provider's own variables (`PROVIDER_KEY_ENV`). OpenAI's key (or Proctor's judge key) is never
+sent to Azure, Anthropic or Ollama, and Ollama, which checks no key, is sent none.
 """
 
 from __future__ import annotations
@@ -13,6 +17,12 @@ from proctor.env import ENV_REFERENCE
 from proctor.models.holodeck import LLMProvider
 
 API_KEY_ENV = ("PROCTOR_JUDGE_API_KEY", "OPENAI_API_KEY")
+PROVIDER_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": API_KEY_ENV,
+    "azure_openai": ("AZURE_OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "ollama": (),  # Ollama checks no key: none is sent unless the model names one
+}
 BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")
 ECHOED_PREFIX = 8  # characters of a key a server may echo back (OpenAI's 401 shows `sk-proj-…`)
 
@@ -59,21 +69,37 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def resolve_api_key(provider: LLMProvider | None) -> str:
+def resolve_api_key(provider: LLMProvider | None) -> str | None:
+    """The key for a model's own provider: its `api_key` reference, else that provider's own
+    environment variables (no model: OpenAI's). None only for Ollama without a key."""
     if provider is not None and provider.api_key:
         return resolve_reference(provider.api_key)
-    for name in API_KEY_ENV:
-        if os.environ.get(name):
-            return os.environ[name]
+    name = provider.provider if provider is not None else "openai"
+    variables = PROVIDER_KEY_ENV.get(name, API_KEY_ENV)
+    for variable in variables:
+        if os.environ.get(variable):
+            return os.environ[variable]
+    if not variables:
+        return None
+    if name == "openai":
+        raise CredentialError(
+            f"no API key for the judge: set {' or '.join(API_KEY_ENV)}, or give the metric's model an "
+            "api_key reference ('${ENV_VAR}' or 'secret:<prefect-secret-block>')"
+        )
     raise CredentialError(
-        f"no API key for the judge: set {' or '.join(API_KEY_ENV)}, or give the metric's model an "
-        "api_key reference ('${ENV_VAR}' or 'secret:<prefect-secret-block>')"
+        f"no API key for provider {name}: set {' or '.join(variables)}, or give the model an api_key "
+        f"reference ('${{ENV_VAR}}' or 'secret:<prefect-secret-block>'); another provider's key is "
+        "never sent to it"
     )
 
 
 def resolve_base_url(provider: LLMProvider | None) -> str | None:
+    """An OpenAI model's endpoint: its own, else `PROCTOR_JUDGE_BASE_URL` or `OPENAI_BASE_URL`
+    (the hosts those keys belong to). Other providers' URLs are `proctor.agents.providers`'."""
     if provider is not None and provider.endpoint:
         return provider.endpoint
+    if provider is not None and provider.provider != "openai":
+        return None
     for name in BASE_URL_ENV:
         if os.environ.get(name):
             return os.environ[name]

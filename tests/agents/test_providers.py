@@ -156,3 +156,24 @@ def test_the_project_config_yaml_supplies_the_provider_settings(
         warnings = load_suite(agent).warnings
         assert any("global config read" in w and "config.yaml" in w for w in warnings)
         assert any("execution is not used" in w for w in warnings)
+
+
+def test_the_agent_is_called_with_holodecks_model_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HoloDeck's `LLMProvider` defaults (temperature 0.3, max_tokens 1000) where the agent.yaml
+    sets none; reasoning models get no temperature and cap with `max_completion_tokens`."""
+    monkeypatch.setenv("K", "sk-test")
+    with FakeOpenAI(default="ok") as api:
+        endpoint = f'endpoint: "{api.base_url}", api_key: "${{K}}"'
+        _ask(_agent(tmp_path, f"{{provider: openai, name: gpt-4o, {endpoint}}}"))
+        _ask(
+            _agent(
+                tmp_path,
+                f"{{provider: openai, name: o3-mini, temperature: 0.9, max_tokens: 200, {endpoint}}}",
+            )
+        )
+        plain, reasoning = (request["body"] for request in api.completions)
+    assert (plain["temperature"], plain["max_tokens"]) == (0.3, 1000) and "top_p" not in plain
+    assert reasoning["max_completion_tokens"] == 200
+    assert not {"temperature", "max_tokens", "top_p"} & set(reasoning)

@@ -32,6 +32,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 from collections import deque
@@ -111,8 +112,15 @@ def unit_vector(text: str, dims: int = 8) -> list[float]:
 class FakeOpenAI:
     """The fake server; a context manager (`start`/`stop` also work). Thread-safe."""
 
-    def __init__(self, default: Reply = "") -> None:
+    def __init__(self, default: Reply = "", speaks: str = "any") -> None:
+        """`speaks` makes the server answer only one provider's real chat path, as that host
+        does (anything else is its 404, a missing key its 401): "azure" serves
+        `/openai/deployments/<name>/chat/completions?api-version=...` with an `api-key` header;
+        "ollama" serves `/v1/chat/completions` only (it checks no key); "any" (the default)
+        serves every path ending in `/chat/completions`."""
+        assert speaks in ("any", "azure", "ollama"), speaks
         self.default = default
+        self.speaks = speaks
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -225,7 +233,10 @@ class FakeOpenAI:
             serial = self._counter
         path = h.path.split("?")[0]
         try:
-            if path.endswith("/chat/completions"):  # /v1/..., or Azure's /openai/deployments/<name>/...
+            refusal = self._refusal(h)
+            if refusal is not None:
+                self._send_fault(h, refusal)
+            elif path.endswith("/chat/completions"):  # /v1/..., or Azure's /openai/deployments/<name>/...
                 self._chat(h, body, serial)
             elif path == "/v1/embeddings":
                 self._embeddings(h, body)
@@ -233,6 +244,20 @@ class FakeOpenAI:
                 self._send_fault(h, Fault.status(404, f"Unknown path {path}"))
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (e.g. timed out)
             pass
+
+    def _refusal(self, h: BaseHTTPRequestHandler) -> Fault | None:
+        """What a strict provider's host answers a request it does not serve."""
+        path, _, query = h.path.partition("?")
+        if self.speaks == "azure":
+            if not re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path):
+                return Fault.status(404, "Resource not found")
+            if "api-version=" not in query:
+                return Fault.status(404, "Resource not found (no api-version)")
+            if not h.headers.get("api-key"):
+                return Fault.status(401, "Access denied due to missing subscription key")
+        if self.speaks == "ollama" and path != "/v1/chat/completions":
+            return Fault.status(404, "404 page not found")
+        return None
 
     def _chat(self, h: BaseHTTPRequestHandler, body: dict[str, Any], serial: int) -> None:
         model = body.get("model", "gpt-fake")

@@ -61,3 +61,21 @@ def test_a_prefect_secret_block_holds_the_key() -> None:
     )
     with pytest.raises(CredentialError, match="Prefect Secret block 'no-such-block' could not be loaded"):
         resolve_api_key(LLMProvider(name="gpt-4o", api_key="secret:no-such-block"))
+
+
+def test_each_provider_takes_only_its_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.setenv("PROCTOR_JUDGE_API_KEY", "sk-proctor")
+    for name in ("AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert resolve_api_key(LLMProvider(provider="ollama", name="llama3")) is None
+    with pytest.raises(CredentialError, match="set AZURE_OPENAI_API_KEY"):
+        resolve_api_key(LLMProvider(provider="azure_openai", name="d", endpoint="http://h"))
+    with pytest.raises(CredentialError, match="set ANTHROPIC_API_KEY"):
+        resolve_api_key(LLMProvider(provider="anthropic", name="claude"))
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "az")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ant")
+    assert resolve_api_key(LLMProvider(provider="azure_openai", name="d", endpoint="http://h")) == "az"
+    assert resolve_api_key(LLMProvider(provider="anthropic", name="claude")) == "ant"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://openai-proxy/v1")  # OpenAI's host, not Ollama's
+    assert resolve_base_url(LLMProvider(provider="ollama", name="llama3")) is None
