@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from proctor import progress
 from proctor.agents import AgentInvoker, load_target
 from proctor.agents.tools import RunScope
-from proctor.judges import Judge, JudgeCache, JudgeClient, resolve_api_key
+from proctor.judges import CredentialError, Judge, JudgeCache, JudgeClient, resolve_api_key
 from proctor.limits import ModelCallGate
 from proctor.metrics import REGISTRY, BoundMetric
 from proctor.models.case import MetricSpec
@@ -70,8 +70,13 @@ class Runtime:
         cached = self._metrics.get(id(spec))
         if cached is None or cached[0] is not spec:
             metric = REGISTRY.build(spec)
-            judge = self._judge_for(spec) if metric.kind == "llm" else None
-            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge))
+            judge, judge_error = None, None
+            if metric.kind == "llm" and spec.enabled:  # a disabled judge is never asked: it needs no key
+                try:
+                    judge = self._judge_for(spec)
+                except CredentialError as error:  # fails this metric only, never the case's others
+                    judge_error = str(error)
+            cached = self._metrics[id(spec)] = (spec, BoundMetric(spec, metric, judge, judge_error))
         return cached[1]
 
     def model_gate(self) -> contextlib.AbstractAsyncContextManager[Any]:

@@ -35,7 +35,13 @@ def validate_command(args: argparse.Namespace) -> int:
     for suite in suites:
         for warning in suite.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        metrics = sorted({spec.name for case in suite.cases for spec in case.metrics})
+        metrics = sorted(
+            {
+                spec.name + ("" if spec.enabled else " (disabled)")
+                for case in suite.cases
+                for spec in case.metrics
+            }
+        )
         shape = f"valid {suite.source_format} suite, {len(suite.cases)} cases"
         print(f"{suite.path}: {shape}, metrics: {', '.join(metrics) or 'none'}")
     return EXIT_PASSED

@@ -50,6 +50,30 @@ def scenario_warnings(file: str, cases: list[Case], specs: list[MetricSpec]) -> 
     return [f"{file}: {SIMULATOR_JUDGE} scores only conversation_scenario cases; not {where}"]
 
 
+def not_evaluated_warnings(file: str, cases: list[Case], specs: list[MetricSpec]) -> list[str]:
+    """ADK's per-invocation metrics on `conversation_scenario` cases, which have no expected
+    conversation: ADK 2.13.0 records them NOT_EVALUATED and decides the case on its other
+    metrics. They are named here, since no score of theirs will appear for those cases."""
+    scenarios = [i for i, case in enumerate(cases) if case.metadata.get("conversation_scenario")]
+    if not scenarios:
+        return []
+    unevaluated = [
+        spec.name
+        for spec in specs
+        if spec.enabled
+        and not REGISTRY.get(spec.name).informational
+        and not REGISTRY.build(spec).applies_to_case(cases[scenarios[0]])
+    ]
+    if not unevaluated:
+        return []
+    where = ", ".join(f"eval_cases[{i}]" for i in scenarios)
+    return [
+        f"{file}: {', '.join(unevaluated)} not evaluated on conversation_scenario cases ({where}): "
+        "they compare with an expected conversation, which a scenario has none of; as in ADK "
+        "(NOT_EVALUATED), those cases pass or fail on their other metrics"
+    ]
+
+
 def persona_problems(file: str, cases: list[Case]) -> list[Problem]:
     """A scenario's `user_persona` the simulated user or its judge cannot read (a malformed
     persona, a prebuilt persona's id without google-adk installed, custom instructions without
@@ -169,7 +193,9 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
     warnings: list[str] = [f"{config_source}: {note}" for note in config_notes(config)]
     try:
         if legacy:
-            cases = [adk.case_from_legacy(document, path, specs)]
+            legacy_case, case_warnings = adk.case_from_legacy(document, path, specs)
+            cases = [legacy_case]
+            warnings += [f"{path}: {warning}" for warning in case_warnings]
         else:
             cases, case_warnings = adk.cases_from_evalset(document, specs)
             warnings += [f"{path}: {warning}" for warning in case_warnings]
@@ -181,8 +207,13 @@ def load_adk(path: Path, document: Any, config_path: Path | None, legacy: bool) 
         )
         problems.append(Problem(str(path), "", f"not a valid ADK eval file: {detail}"))
         cases = []
+    if not cases and not problems:  # ADK writes an empty set (`adk eval_set create`); nothing to run
+        where = "eval_cases" if not legacy else ""
+        problems.append(Problem(str(path), where, "the set has no cases: add eval cases before running it"))
     problems += rubric_problems(str(path), cases, specs, warnings)
     warnings += scenario_warnings(str(path), cases, specs)
+    if not problems:
+        warnings += not_evaluated_warnings(str(path), cases, specs)
     simulator = simulator_config(config, config_source, cases, warnings)
     problems += [simulator] if isinstance(simulator, Problem) else persona_problems(str(path), cases)
     for index, case in enumerate(cases):

@@ -49,6 +49,15 @@ INTERMEDIATE_FIELDS = {"tool_uses", "tool_responses", "intermediate_responses", 
 SCENARIO_FIELDS = {"starting_prompt", "conversation_plan", "user_persona"}
 SESSION_FIELDS = {"app_name", "user_id", "session_id", "state"}
 RUBRIC_FIELDS = {"rubric_id", "rubric_content", "description", "type"}
+# google.genai's FunctionCall (extra="forbid", so ADK refuses any other key, `arguments` for
+# `args` among them). `partial_args` and `will_continue` stream a call in parts: ADK's metrics
+# compare name and args only, and so does Proctor.
+FUNCTION_CALL_FIELDS = {"id", "name", "args", "partial_args", "will_continue"}
+# The legacy `.test.json` list as google-adk 2.13.0 migrates it
+# (`local_eval_sets_manager._convert_invocation_to_pydantic_schema`).
+LEGACY_FIELDS = {"query", "expected_tool_use", "reference", "expected_intermediate_agent_responses"}
+LEGACY_TOOL_FIELDS = {"tool_name", "tool_input", "mock_tool_output"}
+LEGACY_RESPONSE_FIELDS = {"author", "text"}
 
 
 def snake_keys(value: Any, where: str = "") -> Any:
@@ -114,13 +123,46 @@ def _name(mapping: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+# Keys only ADK's EvalSet and EvalCase define (agentflow's models forbid them), in either spelling:
+# an eval set carrying one is ADK's even when nothing else in it is (ADK's own empty eval set).
+ADK_ONLY_SET_KEYS = {"creation_timestamp", "creationTimestamp", "evalSetId", "evalCases"}
+ADK_ONLY_CASE_KEYS = {
+    "conversation_scenario",
+    "conversationScenario",
+    "creation_timestamp",
+    "creationTimestamp",
+    "rubrics",
+    "final_session_state",
+    "finalSessionState",
+    "evalId",
+    "sessionInput",
+}
+ADK_ONLY_SESSION_KEYS = {"app_name", "appName", "user_id", "userId", "state", "session_id", "sessionId"}
+
+
+def _adk_only_keys(document: dict[str, Any], cases: list[Any]) -> bool:
+    if ADK_ONLY_SET_KEYS & set(document):
+        return True
+    if any(key in document and document[key] is None for key in ("name", "description")):
+        return True  # ADK's EvalSet allows null name and description; agentflow's needs text
+    for case in cases:
+        if not isinstance(case, dict):
+            continue
+        if ADK_ONLY_CASE_KEYS & set(case):
+            return True
+        session = case.get("session_input")
+        if isinstance(session, dict) and ADK_ONLY_SESSION_KEYS & set(session):
+            return True
+    return False
+
+
 def is_adk_evalset(document: Any) -> bool:
     if not isinstance(document, dict):
         return False
     cases = document.get("eval_cases") or document.get("evalCases") or []
+    if _adk_only_keys(document, cases if isinstance(cases, list) else []):
+        return True
     for case in cases if isinstance(cases, list) else []:
-        if isinstance(case, dict) and {"conversation_scenario", "conversationScenario"} & set(case):
-            return True  # a simulated-user case: only ADK writes these
         conversation = case.get("conversation") if isinstance(case, dict) else None
         for invocation in conversation if isinstance(conversation, list) else []:
             if not isinstance(invocation, dict):
@@ -156,6 +198,7 @@ def content_text(content: dict[str, Any] | None, where: str = "") -> str:
 
 def _tool_call(use: Any, where: str) -> ToolCall:
     use = _entry(use, where, "a function call {name, args}")
+    check_fields(use, FUNCTION_CALL_FIELDS, where)
     call_id, args = use.get("id"), use.get("args")
     if args is not None and not isinstance(args, dict):
         raise AdkFormatError("args", where, "a mapping of arguments", args)
@@ -272,6 +315,8 @@ def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tup
             metadata["conversation_scenario"] = scenario
         else:
             turns = _turns(_field(case, "conversation", where, list, "a list of invocations"), where)
+            if not turns:
+                raise AdkFormatError("conversation", where, "at least one invocation to run")
         rubrics = _rubrics(case, where)
         if rubrics:
             metadata["adk_rubrics"] = rubrics
@@ -301,11 +346,51 @@ def cases_from_evalset(document: dict[str, Any], specs: list[MetricSpec]) -> tup
     return cases, warnings
 
 
-def case_from_legacy(items: list[dict[str, Any]], path: Path, specs: list[MetricSpec]) -> Case:
-    """A legacy `.test.json` is one conversation: each entry is a turn, as ADK migrates it."""
+def _legacy_responses(item: dict[str, Any], where: str) -> list[str]:
+    """`expected_intermediate_agent_responses`: [{author, text}], as ADK migrates them."""
+    texts = []
+    entries = _field(item, "expected_intermediate_agent_responses", where, list, "a list of {author, text}")
+    for number, entry in enumerate(entries):
+        at = f"{where}.expected_intermediate_agent_responses[{number}]"
+        entry = _entry(entry, at, "a mapping with author and text")
+        check_fields(entry, LEGACY_RESPONSE_FIELDS, at)
+        text = entry.get("text")
+        if not isinstance(text, str) or not isinstance(entry.get("author"), str):
+            raise AdkFormatError(None, at, "author and text, both strings", entry)
+        texts.append(text)
+    return texts
+
+
+LEGACY_NEEDS = {
+    "tool_trajectory_avg_score": ("expected_tool_use",),
+    "response_match_score": ("reference",),
+}
+"""What google-adk 2.13.0 requires of a legacy file's first entry for each criterion
+(`AgentEvaluator._validate_input`: it checks the first entry only)."""
+
+
+def case_from_legacy(
+    items: list[dict[str, Any]], path: Path, specs: list[MetricSpec]
+) -> tuple[Case, list[str]]:
+    """A legacy `.test.json` is one conversation: each entry is a turn, as ADK migrates it.
+
+    Unknown keys are refused, as a typo (`expected_tool_uses`) would otherwise leave a turn
+    expecting no tool call at all; `mock_tool_output` is read by no google-adk 2.13.0 code and is
+    named in a warning."""
+    warnings: list[str] = []
+    for name, needed in LEGACY_NEEDS.items():
+        if items and any(spec.enabled and spec.name == name for spec in specs):
+            for key in needed:
+                if key not in items[0]:
+                    raise AdkFormatError(
+                        key,
+                        "[0]",
+                        f"the key {key!r} in the first entry: {name} compares with it (as ADK requires)",
+                    )
     turns = []
     for index, item in enumerate(items):
         where = f"[{index}]"
+        check_fields(item, LEGACY_FIELDS, where)
         query, reference = item.get("query"), item.get("reference")
         if not isinstance(query, str | int | float) or isinstance(query, bool):
             raise AdkFormatError("query", where, "the user's message (a string)", query)
@@ -316,6 +401,14 @@ def case_from_legacy(items: list[dict[str, Any]], path: Path, specs: list[Metric
         for number, use in enumerate(uses):
             at = f"{where}.expected_tool_use[{number}]"
             use = _entry(use, at, "a mapping with tool_name and tool_input")
+            check_fields(use, LEGACY_TOOL_FIELDS, at)
+            if "tool_input" not in use:
+                raise AdkFormatError("tool_input", at, "the call's arguments (a mapping; ADK requires it)")
+            if "mock_tool_output" in use:
+                warnings.append(
+                    f"{at}.mock_tool_output is ignored: google-adk 2.13.0 reads no mocked tool output "
+                    "from a legacy file, and neither does Proctor"
+                )
             args = _field(use, "tool_input", at, dict, "a mapping of arguments")
             calls.append(ToolCall(name=_name(use, "tool_name", at), args=args))
         turns.append(
@@ -324,6 +417,8 @@ def case_from_legacy(items: list[dict[str, Any]], path: Path, specs: list[Metric
                 input=str(query),
                 expected_tool_calls=calls,
                 expected_response=reference or None,
+                expected_intermediate_responses=_legacy_responses(item, where),
             )
         )
-    return Case(case_id=path.name, name=path.stem, turns=turns, metrics=specs, source_format="adk-legacy")
+    case = Case(case_id=path.name, name=path.stem, turns=turns, metrics=specs, source_format="adk-legacy")
+    return case, warnings

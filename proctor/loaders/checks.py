@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from proctor.loaders.adk_criteria import READS_INTERMEDIATE
 from proctor.loaders.errors import Problem, found
 from proctor.loaders.metric_specs import (
     check_spec,
@@ -30,21 +31,88 @@ def gives_a_verdict(spec: MetricSpec) -> bool:
     return spec.enabled and not (spec.name in REGISTRY and REGISTRY.get(spec.name).informational)
 
 
+UNSCORED_NAMED = 5  # cases named in the warning; the rest are counted
+
+
 def unscored_warnings(file: str, cases: list[Case]) -> list[str]:
-    """Cases no metric can pass or fail and that expect no tools: a run reports them as not
-    scored, never as passed; informational metrics (values without a verdict) do not count."""
-    warnings = []
+    """Cases that no metric can pass or fail and that expect no tools, said once with a count:
+    a run reports them as not scored, never as passed. A metric counts for a case only if it
+    applies to it (`Metric.applies_to_case`: response metrics need an expected answer, ADK's
+    per-invocation metrics a conversation), and informational metrics never count."""
+    built: dict[int, Any] = {}
+
+    def applies(spec: MetricSpec, case: Case) -> bool:
+        if not gives_a_verdict(spec):
+            return False
+        if id(spec) not in built:
+            try:
+                built[id(spec)] = REGISTRY.build(spec)
+            except Exception:  # a metric that cannot be built here (an extra missing) is not judged
+                built[id(spec)] = None
+        metric = built[id(spec)]
+        if metric is None:
+            return True
+        try:
+            return bool(metric.applies_to_case(case))
+        except Exception:  # the run decides then, and records why it could not
+            return True
+
+    unscored = []
     for case in cases:
-        specs = [*case.metrics, *(spec for turn in case.turns for spec in turn.metrics or [])]
         expects_tools = case.expected_tools is not None or any(
             turn.expected_tools is not None for turn in case.turns
         )
-        if not expects_tools and not any(gives_a_verdict(spec) for spec in specs):
-            warnings.append(
-                f"{file}: case {case.display_name!r}: no metric that passes or fails scores it "
-                "and it expects no tools; it will be reported as not scored, never as passed"
-            )
-    return warnings
+        if expects_tools:
+            continue
+        # A case scored turn by turn (HoloDeck) is seen as each turn's metrics see it: that turn
+        # alone, with its own metrics or else the case's (`turn_scoring._turn_case`).
+        views = (
+            [(case.model_copy(update={"turns": [turn]}), turn.metrics or case.metrics) for turn in case.turns]
+            if case.score_per_turn
+            else [(case, case.metrics)]
+        )
+        if not any(applies(spec, view) for view, specs in views for spec in specs):
+            unscored.append(case)
+    if not unscored:
+        return []
+    named = ", ".join(repr(case.display_name) for case in unscored[:UNSCORED_NAMED])
+    more = f" and {len(unscored) - UNSCORED_NAMED} more" if len(unscored) > UNSCORED_NAMED else ""
+    what = "case" if len(unscored) == 1 else f"{len(unscored)} cases:"
+    return [
+        f"{file}: {what} {named}{more}: no metric that passes or fails applies to "
+        f"{'it' if len(unscored) == 1 else 'them'} (none configured, or each needs what the case "
+        "does not state, such as an expected answer) and no tools are expected; reported as not "
+        "scored, never as passed"
+    ]
+
+
+def unread_intermediate_warnings(file: str, cases: list[Case]) -> list[str]:
+    """Expected intermediate responses that no configured metric reads, said once with a count.
+    Only ADK's `final_response_match_v2` and `rubric_based_final_response_quality_v1` read them,
+    and only with `include_intermediate_responses_in_final: true` (google-adk 2.13.0); agentflow
+    defines the field but no criterion of its own that scores it."""
+    unread = []
+    for case in cases:
+        places = [turn.turn_id for turn in case.turns if turn.expected_intermediate_responses]
+        if not places:
+            continue
+        specs = [*case.metrics, *(spec for turn in case.turns for spec in turn.metrics or [])]
+        if not any(
+            spec.enabled
+            and spec.name in READS_INTERMEDIATE
+            and spec.args.get("include_intermediate_responses_in_final") is True
+            for spec in specs
+        ):
+            unread.append(case.display_name)
+    if not unread:
+        return []
+    named = ", ".join(repr(name) for name in unread[:UNSCORED_NAMED])
+    more = f" and {len(unread) - UNSCORED_NAMED} more" if len(unread) > UNSCORED_NAMED else ""
+    return [
+        f"{file}: expected_intermediate_responses in {len(unread)} case(s) ({named}{more}) are kept "
+        "but scored by nothing: only final_response_match_v2 and rubric_based_final_response_quality_v1 "
+        "with include_intermediate_responses_in_final: true read them"
+    ]
 
 
 def agent_problems(file: str, agent: Any, location: str) -> list[Problem]:

@@ -9,7 +9,7 @@ from typing import Any
 from proctor.loaders import adk_parse as adk
 from proctor.loaders.adk import load_adk
 from proctor.loaders.agentflow import load_agentflow
-from proctor.loaders.checks import text_problems, unscored_warnings
+from proctor.loaders.checks import text_problems, unread_intermediate_warnings, unscored_warnings
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError
 from proctor.loaders.holodeck import HOLODECK_NAMES, load_holodeck
@@ -44,8 +44,9 @@ def detect_format(path: Path, document: Any) -> str:
                 str(path),
                 "",
                 "unrecognised suite format: expected an agentflow evalset (eval_set_id, eval_cases), "
-                "a HoloDeck agent.yaml (test_cases with input) or a Vanna dataset (test cases with "
-                "id and message)",
+                "a Google ADK eval set (an EvalSet, or the legacy .test.json list of entries with "
+                "query), a HoloDeck agent.yaml (test_cases with input) or a Vanna dataset (test "
+                "cases with id and message)",
             )
         ]
     )
@@ -59,6 +60,7 @@ def load_suite(path: str | Path, *, config_path: str | Path | None = None) -> Su
     if problems:
         raise SuiteError(problems)
     suite.warnings += unscored_warnings(str(path), suite.cases)
+    suite.warnings += unread_intermediate_warnings(str(path), suite.cases)
     return suite
 
 

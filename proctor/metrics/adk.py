@@ -16,6 +16,7 @@ from pydantic import field_validator
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.metrics.response import Tokenizer, rouge1_fmeasure
 from proctor.models.agentflow import MatchType, ToolCall
+from proctor.models.case import Case
 
 
 def same_call(expected: ToolCall, actual: ToolCall, ignore_args: bool) -> bool:
@@ -62,7 +63,17 @@ class AdkCriterionFields(Metric):
     include_intermediate_responses_in_final: bool = False
 
 
-class ToolTrajectoryAvgScore(AdkCriterionFields):
+class NeedsExpectedConversation(AdkCriterionFields):
+    """An ADK metric that compares each invocation with the expected one. A
+    `conversation_scenario` case has none: ADK 2.13.0's evaluator raises on it and
+    `LocalEvalService` records the metric NOT_EVALUATED, which neither passes nor fails the case
+    (`_generate_final_eval_status`); here the metric does not apply to it, and the loader says so."""
+
+    def applies_to_case(self, case: Case) -> bool:
+        return not case.metadata.get("conversation_scenario")
+
+
+class ToolTrajectoryAvgScore(NeedsExpectedConversation):
     """ADK's `tool_trajectory_avg_score`: every turn 1 or 0 (EXACT by default), averaged.
 
     Unlike `trajectory_match`, a turn with no expected tool call expects none (EXACT), as in ADK.
@@ -108,7 +119,7 @@ class ToolTrajectoryAvgScore(AdkCriterionFields):
         )
 
 
-class ResponseMatchScore(AdkCriterionFields):
+class ResponseMatchScore(NeedsExpectedConversation):
     """ADK's `response_match_score`: ROUGE-1 F per turn, averaged over every turn.
 
     A turn without an expected answer is compared with the empty text (scores 0), as ADK does.

@@ -22,7 +22,7 @@ from proctor.metrics.adk_replies import parse_validity, text_with_intermediate
 from proctor.metrics.base import MetricContext, Score
 from proctor.metrics.judged import JudgeMetric, judged_score
 from proctor.models.adk_config import GenerateContentConfig, set_fields
-from proctor.models.case import Turn
+from proctor.models.case import Case, Turn
 from proctor.models.outcome import AgentTurn
 
 P = TypeVar("P")
@@ -120,8 +120,8 @@ class FinalResponseMatchV2(AdkJudgeOptions):
     num_samples: int = Field(default=5, ge=1, le=10)
     parallelism_limit: int = Field(default=1, ge=1)
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return any(turn.expected_response for turn in ctx.case.turns)
+    def applies_to_case(self, case: Case) -> bool:
+        return any(turn.expected_response for turn in case.turns)
 
     def adk_prompt_variables(self, expected: Turn, actual: AgentTurn | None) -> dict[str, str]:
         """What ADK's `format_auto_rater_prompt` fills in for one invocation."""

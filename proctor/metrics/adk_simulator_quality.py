@@ -35,6 +35,7 @@ from proctor.judges.judge import templates
 from proctor.metrics.adk_judged import AdkJudgeOptions
 from proctor.metrics.base import MetricContext, Score
 from proctor.metrics.judged import judged_score
+from proctor.models.case import Case
 from proctor.models.outcome import AgentTurn
 
 STOP_SIGNAL = "</finished>"
@@ -161,8 +162,8 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
     num_samples: int = Field(default=5, ge=1, le=10)
     stop_signal: str = STOP_SIGNAL
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return bool(ctx.case.metadata.get("conversation_scenario"))
+    def applies_to_case(self, case: Case) -> bool:
+        return bool(case.metadata.get("conversation_scenario"))
 
     async def _judged(self, ctx: MetricContext, prompt: str, usage: Usage, raws: list[str]) -> dict[str, Any]:
         judge = self._judge(ctx)

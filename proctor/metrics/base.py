@@ -140,6 +140,13 @@ class Metric(BaseModel):
         return cls.slow_scoring or cls.kind == "llm"
 
     def applies_to(self, ctx: MetricContext) -> bool:
+        return self.applies_to_case(ctx.case)
+
+    def applies_to_case(self, case: Case) -> bool:
+        """Whether the case states what this metric checks (an expected answer, expected tools),
+        known before any agent answers: `validate` warns about cases no metric applies to. A
+        metric whose applicability depends on the answer (tokens used, goals reported)
+        overrides `applies_to` and leaves this True."""
         return True
 
     def evaluate(self, ctx: MetricContext) -> Score | Measurement:

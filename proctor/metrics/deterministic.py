@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.case import Case
 
 
 class Equality(Metric):
@@ -23,8 +24,8 @@ class Equality(Metric):
     strip_whitespace: bool = False
     strip_punctuation: bool = False
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return ctx.expected_response is not None
+    def applies_to_case(self, case: Case) -> bool:
+        return case.ground_truth is not None
 
     def _normal(self, text: str) -> str:
         if self.case_insensitive:
@@ -82,8 +83,8 @@ class Numeric(Metric):
     accept_percent: bool = False
     accept_thousands_separators: bool = False
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return ctx.expected_response is not None
+    def applies_to_case(self, case: Case) -> bool:
+        return case.ground_truth is not None
 
     def evaluate(self, ctx: MetricContext) -> Score:
         options = {"percent": self.accept_percent, "thousands": self.accept_thousands_separators}

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from proctor.judges import Judge, JudgeReplyError, Usage
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.models.agentflow import Rubric
+from proctor.models.case import Case
 
 DEFAULT_SCALE = 5
 SAMPLING_TEMPERATURE = 0.7
@@ -167,8 +168,8 @@ class LLMJudge(JudgeMetric):
     template = "llm_judge.j2"
     summary = "An LLM judges whether the answer means the same as the expected answer."
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return bool(ctx.expected_response)
+    def applies_to_case(self, case: Case) -> bool:
+        return bool(case.ground_truth)
 
 
 class RubricBased(JudgeMetric):
@@ -245,10 +246,11 @@ class QualityMetric(JudgeMetric):
     uses_context: ClassVar[bool] = False
     uses_expected: ClassVar[bool] = False
 
+    def applies_to_case(self, case: Case) -> bool:
+        return not (self.uses_expected and not case.ground_truth)
+
     def applies_to(self, ctx: MetricContext) -> bool:
-        if self.uses_expected and not ctx.expected_response:
-            return False
-        return not (self.uses_context and not ctx.context_text)
+        return self.applies_to_case(ctx.case) and not (self.uses_context and not ctx.context_text)
 
     def prompt_variables(self, ctx: MetricContext) -> dict[str, Any]:
         return {
@@ -352,8 +354,8 @@ class GEval(JudgeMetric):
     evaluation_steps: list[str] | None = None
     evaluation_params: list[GEvalParam] = Field(default_factory=lambda: ["input", "actual_output"])
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return "expected_output" not in self.evaluation_params or bool(ctx.expected_response)
+    def applies_to_case(self, case: Case) -> bool:
+        return "expected_output" not in self.evaluation_params or bool(case.ground_truth)
 
     async def aevaluate(self, ctx: MetricContext) -> Score:
         steps = self.evaluation_steps

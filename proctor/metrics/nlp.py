@@ -22,6 +22,7 @@ from sacrebleu.metrics import BLEU
 
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.metrics.response import adk_tokens
+from proctor.models.case import Case
 
 
 class ReferenceMetric(Metric):
@@ -32,8 +33,8 @@ class ReferenceMetric(Metric):
 
     kind = "nlp"
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return any(turn.expected_response for turn in ctx.case.turns)
+    def applies_to_case(self, case: Case) -> bool:
+        return any(turn.expected_response for turn in case.turns)
 
     def compare(self, answer: str, reference: str) -> float:
         raise NotImplementedError

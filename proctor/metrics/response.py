@@ -21,6 +21,7 @@ from rouge_score.tokenize import tokenize
 
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.metrics.porter import PorterStemmer
+from proctor.models.case import Case
 
 Tokenizer = Literal["adk", "ascii"]
 
@@ -118,8 +119,8 @@ class ResponseMatch(Metric):
 
     tokenizer: Tokenizer = "adk"
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return any(turn.expected_response for turn in ctx.case.turns)
+    def applies_to_case(self, case: Case) -> bool:
+        return any(turn.expected_response for turn in case.turns)
 
     def evaluate(self, ctx: MetricContext) -> Score:
         per_turn = []

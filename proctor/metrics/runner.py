@@ -38,6 +38,7 @@ class BoundMetric:
     spec: MetricSpec
     metric: Metric
     judge: Judge | None = None
+    judge_error: str | None = None  # why its judge could not be made (no key): the metric's error
 
     @functools.cached_property
     def arguments(self) -> dict[str, Any]:
@@ -141,6 +142,17 @@ async def score_metric(bound: BoundMetric, ctx: MetricContext) -> ScoredMetric |
         )
     if not applies:
         return None
+    if bound.judge_error is not None:
+        return ScoredMetric(
+            metric_name=bound.spec.label or bound.spec.name,
+            threshold=bound.threshold,
+            scale=bound.spec.scale,
+            **_failed(bound),
+            error=bound.judge_error,
+            evaluation_time_ms=0,
+            args=bound.arguments,
+            metric_version=bound.metric.version,
+        )
     ctx = bound.context(ctx)
     if bound.spec.response_path is not None and ctx.turns:
         extracted, problem = with_response_at(ctx, bound.spec.response_path)

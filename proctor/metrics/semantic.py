@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import model_validator
 
 from proctor.metrics.base import Metric, MetricContext, Score
+from proctor.models.case import Case
 
 EXTRA_HINT = "semantic_similarity needs the embeddings extra: pip install -e '.[embeddings]'"
 _encode_lock = threading.Lock()
@@ -65,8 +66,8 @@ class SemanticSimilarity(Metric):
             raise ValueError(EXTRA_HINT)
         return self
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return any(turn.expected_response for turn in ctx.case.turns)
+    def applies_to_case(self, case: Case) -> bool:
+        return any(turn.expected_response for turn in case.turns)
 
     def evaluate(self, ctx: MetricContext) -> Score:
         pairs = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from proctor.metrics.base import Metric, MetricContext, Score
 from proctor.models.agentflow import MatchType, ToolCall
+from proctor.models.case import Case
 
 
 def trajectory_matches(
@@ -48,8 +49,8 @@ class TrajectoryMatch(Metric):
     match_type: MatchType = MatchType.EXACT
     check_args: bool = True
 
-    def applies_to(self, ctx: MetricContext) -> bool:
-        return any(turn.expected_tool_calls is not None for turn in ctx.case.turns)
+    def applies_to_case(self, case: Case) -> bool:
+        return any(turn.expected_tool_calls is not None for turn in case.turns)
 
     def evaluate(self, ctx: MetricContext) -> Score:
         verdicts = []

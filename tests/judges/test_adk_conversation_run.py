@@ -120,3 +120,36 @@ def test_proctor_run_scores_adks_conversation_judges(tmp_path: Path, monkeypatch
     assert len(simulator_judged) == 2  # the second user message, then the stop signal
     assert simulator_judged[0].endswith("# Generated User Response\nFor two, please.")
     assert "user: I need a table.\n\nmodel: Booked." in simulator_judged[0]
+
+
+def test_a_scenario_case_is_decided_by_its_other_metrics_as_adk_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """response_match_score and tool_trajectory_avg_score compare with an expected conversation,
+    which a conversation_scenario case has none of: ADK records them NOT_EVALUATED and decides
+    the case on its other metrics. Proctor scored them 0.0 and failed the case."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    only_scenario = {"eval_set_id": "tables", "eval_cases": [SET["eval_cases"][1]]}
+    (tmp_path / "tables.evalset.json").write_text(json.dumps(only_scenario))
+    config = {
+        "criteria": {
+            "response_match_score": 0.8,
+            "tool_trajectory_avg_score": 1.0,
+            "hallucinations_v1": {"threshold": 0.5},
+        }
+    }
+    (tmp_path / "test_config.json").write_text(json.dumps(config))
+    database = f"sqlite:///{tmp_path / 'results.db'}"
+    with FakeOpenAI(default=_reply) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-run")
+        arguments = [str(tmp_path / "tables.evalset.json"), "--agent", f"{tmp_path / 'agent.py'}:agent"]
+        code = main(
+            ["run", *arguments, "--no-prefect", "--no-progress", "--db", database, "--output", str(tmp_path)]
+        )
+    assert code == EXIT_PASSED
+    with Session(get_engine(database)) as session:
+        rows = session.exec(select(MetricResultRow)).all()
+    assert {(row.metric_name, row.passed) for row in rows if not row.informational} == {
+        ("hallucinations_v1", True)
+    }

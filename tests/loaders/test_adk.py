@@ -159,7 +159,7 @@ def test_a_case_with_both_a_conversation_and_a_scenario_is_refused_as_adk_refuse
 
 def test_a_broken_adk_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "bad.test.json").write_text(
-        json.dumps([{"query": "hi", "expected_tool_use": [{"tool_input": {}}]}])
+        json.dumps([{"query": "hi", "reference": "hello", "expected_tool_use": [{"tool_input": {}}]}])
     )
     with pytest.raises(
         SuiteError, match=r"bad.test.json: not a valid ADK eval file: missing or malformed field 'tool_name'"

@@ -321,7 +321,7 @@ def test_every_adk_case_reports_the_four_and_a_case_only_they_measure_is_warned_
     assert [(s.name, s.threshold) for s in suite.cases[0].metrics] == [
         (name, None) for name in ADK_EFFICIENCY_METRICS
     ]
-    assert any("no metric that passes or fails scores it" in warning for warning in suite.warnings)
+    assert any("no metric that passes or fails applies" in warning for warning in suite.warnings)
     scored = _write(tmp_path, [{"eval_id": "a", "conversation": [_invocation()]}], {"criteria": {}})
     (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"response_match_score": 0.5}}))
     assert not any("passes or fails" in warning for warning in load_suite(scored).warnings)

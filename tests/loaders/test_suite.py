@@ -478,11 +478,25 @@ def test_an_informational_metric_takes_no_threshold_scale_or_response_path(tmp_p
 
 
 def test_an_informational_metric_without_a_threshold_is_taken_in_agentflow_criteria(tmp_path: Path) -> None:
-    suite = load_suite(
-        write(tmp_path, "s.evalset.json", inline_config({"response_match": 0.5, "token_usage_v1": {}}))
-    )
+    answered = case()
+    answered["conversation"][0]["expected_final_response"] = {"role": "assistant", "content": "hello"}
+    config = {"eval_config": {"criteria": {"response_match": 0.5, "token_usage_v1": {}}}}
+    suite = load_suite(write(tmp_path, "s.evalset.json", evalset(answered, metadata=config)))
     assert metric_names(suite) == [("response_match", 0.5), ("token_usage_v1", None)]
     assert not [w for w in suite.warnings if "passes or fails" in w]
     alone = load_suite(write(tmp_path, "t.evalset.json", inline_config({"invocation_duration_v1": {}})))
     [warning] = [w for w in alone.warnings if "passes or fails" in w]
     assert "case 'c1'" in warning and "reported as not scored, never as passed" in warning
+
+
+def test_validate_warns_once_about_the_cases_no_configured_metric_applies_to(tmp_path: Path) -> None:
+    """response_match is configured, but it needs an expected answer: the cases without one
+    are not scored by it, and nothing else scores them. Said once, with a count, not per case."""
+    answered = case("answered")
+    answered["conversation"][0]["expected_final_response"] = {"role": "assistant", "content": "hello"}
+    bare = [case(f"bare{i}") for i in range(7)]
+    config = {"eval_config": {"criteria": {"response_match": 0.5}}}
+    suite = load_suite(write(tmp_path, "s.evalset.json", evalset(answered, *bare, metadata=config)))
+    [warning] = [w for w in suite.warnings if "passes or fails" in w]
+    assert "7 cases: 'bare0', 'bare1', 'bare2', 'bare3', 'bare4' and 2 more" in warning
+    assert "answered" not in warning and "reported as not scored, never as passed" in warning
