@@ -73,6 +73,20 @@ class Turn(BaseModel):
     metrics: list[MetricSpec] | None = None
 
 
+GRADING_METADATA = frozenset(
+    {
+        "expected_outcome",  # Vanna: the tools and keywords the evaluators expect
+        "adk_rubrics",  # ADK: the rubrics the judge scores against
+        "final_session_state",  # ADK: the state the session should end in
+        "conversation_scenario",  # ADK: the simulated user's plan
+        "adk_user_simulator",  # ADK: the simulated user's settings
+        "user_simulator",  # agentflow: the simulated user's goals and instructions
+    }
+)
+"""Case metadata that says how the case is judged or played, never shown to the agent under test
+(`Case.agent_metadata`): an agent that could read its expected outcome would be graded on nothing."""
+
+
 class Case(BaseModel):
     """A test case ready to run: turns, attached files, metrics and provenance."""
 
@@ -101,6 +115,11 @@ class Case(BaseModel):
     @property
     def display_name(self) -> str:
         return self.name or self.case_id
+
+    @property
+    def agent_metadata(self) -> dict[str, Any]:
+        """The metadata the agent under test receives: the case's own, without what grades it."""
+        return {key: value for key, value in self.metadata.items() if key not in GRADING_METADATA}
 
     @property
     def first_input(self) -> str:

@@ -77,6 +77,11 @@ class TestCase(BaseModel):
         return value
 
 
+TEXT_COMPONENT_TYPES = frozenset({"rich_text", "text"})
+"""The component types whose content is the agent's answer: Proctor's `rich_text`, and `text`,
+the type Vanna's own `RichTextComponent` carries (`ComponentType.TEXT`)."""
+
+
 @dataclass
 class UiComponent:
     """A component the agent yielded; `rich_text` components carry its answer."""
@@ -101,7 +106,7 @@ class AgentResult:
 
     def get_final_answer(self) -> str:
         """The text of the rich-text components, in order."""
-        texts = [c.content for c in self.components if c.type == "rich_text" and c.content]
+        texts = [c.content for c in self.components if c.type in TEXT_COMPONENT_TYPES and c.content]
         return "\n".join(texts)
 
     def get_tool_names_called(self) -> list[str]:

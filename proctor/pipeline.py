@@ -35,7 +35,7 @@ from proctor.runtime import (
     runtime_for,
 )
 from proctor.simulator import SimulationPlan, simulate_user
-from proctor.turn_scoring import score_outcome, score_turns_before_failure
+from proctor.turn_scoring import score_outcome, score_turns_before_failure, score_vanna_failure
 
 log = logging.getLogger("proctor.pipeline")
 
@@ -134,7 +134,7 @@ async def _agent_turn(
         files=outcome.processed_files,
         config=dict(case.session.config),
         state=state,
-        metadata=case.metadata,
+        metadata=case.agent_metadata,  # never the expected outcome, rubrics or simulator plan
         run_scope=runtime.scope,
     )
     asked = started = time.perf_counter()
@@ -237,6 +237,7 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
             outcome.agent_ms = max(0.0, _elapsed_ms(started) - work.not_agent_ms)
         if outcome.errors:
             await score_turns_before_failure(work.case, outcome, runtime.bind)
+            await score_vanna_failure(work.case, outcome, runtime.bind)
             _finish(outcome, CaseState.AGENT_FAILED)
             await runtime.save(work)
             return

@@ -172,3 +172,29 @@ async def score_outcome(case: Case, outcome: CaseOutcome, context: MetricContext
     outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.verdict_metrics if m.error]
     if not outcome.errors and not outcome.verdict_metrics and outcome.tools_matched is None:
         outcome.errors.append(NOT_SCORED)
+
+
+def agent_error_of(outcome: CaseOutcome) -> str:
+    """Why the agent failed, as Vanna's `AgentResult.error` holds it: the failed turn's error,
+    else the case's first error (a conversation that ran out of time)."""
+    failed = next((turn.error for turn in outcome.turns if turn.error), None)
+    return failed or (outcome.errors[0] if outcome.errors else "the agent failed")
+
+
+async def score_vanna_failure(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
+    """Vanna scores a case whose agent failed: its evaluators record 0.0 with "Agent execution
+    failed: ..." (the efficiency evaluator, as Vanna's, ignores the error). So does Proctor, so the
+    stored scores are Vanna's; the case fails all the same, with the agent's error."""
+    if case.source_format != "vanna" or case.score_per_turn:
+        return
+    context = MetricContext(
+        case=case,
+        turns=outcome.turns,
+        processed_files=outcome.processed_files,
+        agent_ms=outcome.agent_ms,
+        agent_error=agent_error_of(outcome),
+    )
+    try:
+        outcome.metrics = await score_case([bind(spec) for spec in case.metrics], context)
+    except Exception as error:  # scoring trouble never hides the agent's failure
+        outcome.errors.append(f"evaluation failed: {error}")

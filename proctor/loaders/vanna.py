@@ -56,11 +56,27 @@ def _vanna_evaluators(
                 )
             )
             continue
-        problem = check_spec(spec, str(path), location)
+        problem = check_spec(spec, str(path), location) or _fixed_verdict_problem(spec, str(path), location)
         if problem:
             problems.append(problem)
         specs.append(spec)
     return specs, problems
+
+
+def _fixed_verdict_problem(spec: MetricSpec, file: str, location: str) -> Problem | None:
+    """Vanna's evaluators have no threshold or scale: three pass at a fixed 0.7 and the judge's
+    PASSED line decides the fourth. A threshold here would give a verdict Vanna never gives."""
+    if spec.name not in VANNA_EVALUATORS:
+        return None
+    for key, value in (("threshold", spec.threshold), ("scale", spec.scale)):
+        if value is not None:
+            rule = (
+                "the judge's PASSED line decides"
+                if spec.name == "LLMAsJudgeEvaluator"
+                else "it passes at a fixed 0.7"
+            )
+            return Problem(file, f"{location}.{key}", f"Vanna's {spec.name} takes no {key}: {rule}")
+    return None
 
 
 def load_vanna(path: Path, document: Any) -> Suite:
@@ -116,6 +132,7 @@ def load_vanna(path: Path, document: Any) -> Suite:
         metadata = {}
     problems += agent_problems(str(path), metadata.get("agent"), f"{where}metadata.agent")
     cases: list[Case] = []
+    warnings: list[str] = []
     for index, raw in enumerate(raw_cases):
         try:
             test_case = TestCase.model_validate(with_vanna_user(raw))
@@ -135,6 +152,7 @@ def load_vanna(path: Path, document: Any) -> Suite:
             if key in test_case.metadata
         ]
         cases.append(case_from_vanna(test_case, evaluators))
+        warnings += _case_warnings(str(path), test_case, evaluators)
     if not body.get("test_cases"):
         problems.append(Problem(str(path), prefix, "at least one test case is required"))
     name = str(body.get("name") or path.stem)
@@ -153,10 +171,33 @@ def load_vanna(path: Path, document: Any) -> Suite:
         cases=cases,
         agent=metadata.get("agent"),
         metadata=metadata,
+        warnings=warnings,
     )
 
 
+def _case_warnings(file: str, test_case: TestCase, evaluators: list[MetricSpec]) -> list[str]:
+    """What a user reading Vanna's design document would not expect: a case without an outcome
+    passes by default (Vanna's code), and component bounds do not change Vanna's verdict."""
+    warnings = []
+    outcome = test_case.expected_outcome
+    if outcome is None and any(spec.name in VANNA_OUTCOME_EVALUATORS for spec in evaluators):
+        warnings.append(
+            f"{file}: case {test_case.id!r} has no expected_outcome: Vanna's evaluators pass it by "
+            "default (1.0 each), as Vanna 2.0.2 does"
+        )
+    if outcome is not None and (outcome.min_components is not None or outcome.max_components is not None):
+        warnings.append(
+            f"{file}: case {test_case.id!r}: Vanna 2.0.2's EfficiencyEvaluator does not check "
+            "min_components/max_components; Proctor reports them apart as proctor_component_bounds, "
+            "without a verdict"
+        )
+    return warnings
+
+
 VANNA_DEFAULT_EVALUATORS = ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator")
+VANNA_OUTCOME_EVALUATORS = VANNA_DEFAULT_EVALUATORS  # the ones that read the ExpectedOutcome
+VANNA_EVALUATORS = (*VANNA_DEFAULT_EVALUATORS, "LLMAsJudgeEvaluator")
+COMPONENT_BOUNDS = "proctor_component_bounds"
 
 
 VANNA_USER_FIELDS = ("user_id", "username", "email", "user_groups")
@@ -202,7 +243,15 @@ def with_vanna_user(raw: Any) -> Any:
 
 
 def case_from_vanna(test_case: TestCase, evaluators: list[MetricSpec]) -> Case:
-    """A Vanna test case, scored by Vanna's evaluators, which read its `ExpectedOutcome`."""
+    """A Vanna test case, scored by Vanna's evaluators, which read its `ExpectedOutcome` (None
+    when the case has none; the agent never sees it). A case with component bounds is also
+    measured by Proctor's own `proctor_component_bounds`, reported apart without a verdict."""
+    outcome = test_case.expected_outcome
+    bounded = outcome is not None and (
+        outcome.min_components is not None or outcome.max_components is not None
+    )
+    if bounded and not any(spec.name == COMPONENT_BOUNDS for spec in evaluators):
+        evaluators = [*evaluators, MetricSpec(name=COMPONENT_BOUNDS)]
     return Case(
         case_id=test_case.id,
         turns=[Turn(turn_id="turn_1", input=test_case.message)],
@@ -210,9 +259,7 @@ def case_from_vanna(test_case: TestCase, evaluators: list[MetricSpec]) -> Case:
         metadata={
             **test_case.metadata,
             "user": test_case.user.model_dump(),
-            "expected_outcome": test_case.expected_outcome.model_dump(exclude_none=True)
-            if test_case.expected_outcome
-            else {},
+            "expected_outcome": outcome.model_dump(exclude_none=True) if outcome is not None else None,
         },
         session=SessionInput(thread_id=test_case.conversation_id),
         source_format="vanna",

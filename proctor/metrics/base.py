@@ -34,6 +34,9 @@ class MetricContext:
     scale: int | None = None
     threshold: float | None = None  # the pass mark, for metrics whose per-turn verdicts use it (ADK)
     turn_offset: int = 0  # the position of `case.turns[0]` in the conversation, when scored per turn
+    # Why the agent failed, when a case is scored after its agent failed (Vanna's evaluators
+    # score such a case: `AgentResult.error`); None when the agent answered.
+    agent_error: str | None = None
 
     @property
     def final_response(self) -> str:

@@ -71,7 +71,8 @@ METRIC_LOCATIONS: dict[str, str] = {
     "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
     "OutputEvaluator": "vanna:VannaOutputEvaluator",
     "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",
-    "LLMAsJudgeEvaluator": "vanna:VannaLLMAsJudgeEvaluator",
+    "LLMAsJudgeEvaluator": "vanna_judge:VannaLLMAsJudgeEvaluator",
+    "proctor_component_bounds": "vanna:ProctorComponentBounds",
 }
 
 

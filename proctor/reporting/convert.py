@@ -202,7 +202,7 @@ def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRu
         user=User.model_validate(source.get("user") or {}),
         message=row.input,
         conversation_id=source.get("conversation_id"),
-        expected_outcome=ExpectedOutcome.model_validate(expected) if expected else None,
+        expected_outcome=ExpectedOutcome.model_validate(expected) if expected is not None else None,
         metadata=source.get("metadata") or {},
     )
     return TestCaseResult(

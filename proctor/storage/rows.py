@@ -61,7 +61,7 @@ def vanna_case(case: Case) -> dict[str, Any]:
     metadata = {k: v for k, v in case.metadata.items() if k not in ("user", "expected_outcome")}
     return {
         "user": case.metadata.get("user") or {},
-        "expected_outcome": case.metadata.get("expected_outcome") or None,
+        "expected_outcome": case.metadata.get("expected_outcome"),  # {} (stated, empty) is not None
         "conversation_id": case.session.thread_id,
         "metadata": metadata,
     }

@@ -264,7 +264,6 @@ QUALITY_METRICS = [
     "hallucination",
     "safety",
     "factual_accuracy",
-    "LLMAsJudgeEvaluator",
 ]
 
 

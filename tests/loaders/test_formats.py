@@ -244,8 +244,11 @@ def test_a_vanna_test_case_is_a_single_turn_case() -> None:
     }
 
 
-def test_a_vanna_case_without_outcome_expects_nothing() -> None:
-    assert case_from_vanna(TestCase(id="a", message="hi"), []).metadata["expected_outcome"] == {}
+def test_a_vanna_case_keeps_whether_it_states_an_outcome() -> None:
+    """No outcome (Vanna's evaluators pass it by default) is not an empty one (they check nothing)."""
+    assert case_from_vanna(TestCase(id="a", message="hi"), []).metadata["expected_outcome"] is None
+    stated = TestCase(id="a", message="hi", expected_outcome=ExpectedOutcome())
+    assert case_from_vanna(stated, []).metadata["expected_outcome"] == {"metadata": {}}
 
 
 VANNA_CASES = [
@@ -286,7 +289,11 @@ def test_vanna_datasets_load_in_every_shape(tmp_path: Path, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(VANNA_DOCUMENTS))
 def test_vanna_cases_are_scored_by_vannas_evaluators_on_their_outcome(tmp_path: Path, name: str) -> None:
     revenue = load_suite(write(tmp_path, name, VANNA_DOCUMENTS[name])).cases[0]
-    assert tuple(spec.name for spec in revenue.metrics) == VANNA_DEFAULT_EVALUATORS
+    # with component bounds, Proctor's own check of them is added, reported apart without a verdict
+    assert tuple(spec.name for spec in revenue.metrics) == (
+        *VANNA_DEFAULT_EVALUATORS,
+        "proctor_component_bounds",
+    )
     assert revenue.metadata["expected_outcome"] == {**VANNA_CASES[0]["expected_outcome"], "metadata": {}}
 
 
@@ -451,7 +458,11 @@ READ_BY_VANNA = {
         None,
         {"tools_called": ["run_sql"], "final_answer_contains": ["x"], "max_components": 2, "metadata": {}},
     ),
-    "b": ({"id": "bob", "username": None, "email": None, "metadata": {}, "group_memberships": []}, "c1", {}),
+    "b": (
+        {"id": "bob", "username": None, "email": None, "metadata": {}, "group_memberships": []},
+        "c1",
+        None,
+    ),
 }
 
 

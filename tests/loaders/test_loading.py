@@ -112,7 +112,12 @@ def test_vanna_datasets_use_vannas_evaluators(tmp_path: Path, wrapped: bool) -> 
     suite = load_suite(path)
     case = suite.cases[0]
     assert suite.source_format == "vanna" and case.session.thread_id == "conv-1"
-    assert [s.name for s in case.metrics] == ["TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator"]
+    assert [s.name for s in case.metrics] == [
+        "TrajectoryEvaluator",
+        "OutputEvaluator",
+        "EfficiencyEvaluator",
+        "proctor_component_bounds",  # Proctor's own, without a verdict: Vanna does not check bounds
+    ]
     assert case.metadata["expected_outcome"] == {
         "tools_called": ["run_sql"],
         "min_components": 1,
@@ -127,15 +132,34 @@ def test_a_vanna_dataset_may_choose_its_evaluators(tmp_path: Path) -> None:
         """
 dataset:
   name: sql
-  evaluators: [OutputEvaluator, {name: LLMAsJudgeEvaluator, criteria: "Uses SQL", threshold: 0.6}]
+  evaluators: [OutputEvaluator, {name: LLMAsJudgeEvaluator, criteria: "Uses SQL"}]
   test_cases: [{id: a, message: hi}]
 """,
     )
     specs = load_suite(path).cases[0].metrics
     assert [(s.name, s.threshold, s.args) for s in specs] == [
         ("OutputEvaluator", None, {}),
-        ("LLMAsJudgeEvaluator", 0.6, {"criteria": "Uses SQL"}),
+        ("LLMAsJudgeEvaluator", None, {"criteria": "Uses SQL"}),
     ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "location", "rule"),
+    [
+        ("{name: LLMAsJudgeEvaluator, threshold: 0.6}", "threshold", "the judge's PASSED line decides"),
+        ("{name: OutputEvaluator, threshold: 0.9}", "threshold", "it passes at a fixed 0.7"),
+        ("{name: TrajectoryEvaluator, scale: 5}", "scale", "it passes at a fixed 0.7"),
+    ],
+)
+def test_a_vanna_evaluator_takes_no_threshold(tmp_path: Path, entry: str, location: str, rule: str) -> None:
+    """Vanna's evaluators decide their own verdicts; a threshold would give one Vanna never gives."""
+    path = _write(
+        tmp_path, "d.yaml", f"dataset:\n  evaluators: [{entry}]\n  test_cases: [{{id: a, message: hi}}]\n"
+    )
+    with pytest.raises(SuiteError) as raised:
+        load_suite(path)
+    (problem,) = raised.value.problems
+    assert problem.location == f"dataset.evaluators[0].{location}" and rule in problem.message
 
 
 def test_the_adk_test_config_criteria_are_known_metrics() -> None:
