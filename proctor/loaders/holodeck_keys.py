@@ -106,7 +106,6 @@ UNUSED_SECTIONS = {
     "execution": "Proctor's own settings apply: --concurrency, --timeout, --case-timeout",
     "observability": "Proctor stores every result in its database; no telemetry is exported",
     "deployment": "deployment is not part of an evaluation",
-    "embedding_provider": "vectorstore tools are not run by Proctor",
     "claude": "Claude Agent SDK settings: Proctor calls the model through the openai package",
     "openai": "OpenAI Agents SDK settings: Proctor runs its own tool loop",
 }
@@ -119,6 +118,13 @@ def unused_section_warnings(path: Path, document: dict[str, Any]) -> list[str]:
         f"{path}: {key} is not used ({why})" for key, why in UNUSED_SECTIONS.items() if key in document
     ]
     model = document.get("model")
+    if "embedding_provider" in document and not (
+        isinstance(model, dict) and model.get("provider") == "anthropic"
+    ):
+        warnings.append(
+            f"{path}: embedding_provider is not used: HoloDeck embeds with the agent's own model unless its "
+            "provider is anthropic"
+        )
     if isinstance(model, dict) and model.get("auth_provider") not in (None, "api_key"):
         warnings.append(
             f"{path}: model.auth_provider {model['auth_provider']!r} cannot be used: Proctor reaches "

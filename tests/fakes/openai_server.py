@@ -10,8 +10,9 @@ serves:
   [{"name": ..., "arguments": {...}}]}``, or a `Fault`. ``n`` > 1 returns n choices. Usage is
   deterministic: prompt_tokens counts the words of the request messages, completion_tokens the
   words of the replies (content, tool names and JSON arguments).
-* ``POST /v1/embeddings``: a deterministic 8-dim unit vector per input (sha256-based), as floats
-  or, as the client asks by default, base64 float32.
+* ``POST /v1/embeddings``: a deterministic 8-dim unit vector per input (sha256-based), or what
+  `embed` (a callable ``(list of texts) -> list of vectors``, e.g. a real local model) gives, as
+  floats or, as the client asks by default, base64 float32.
 
 Errors use OpenAI's ``{"error": {"message", "type", "param", "code"}}`` shape; a 429 may carry
 ``retry-after`` (the client also reads ``retry-after-ms``, and honours ``x-should-retry``).
@@ -112,15 +113,17 @@ def unit_vector(text: str, dims: int = 8) -> list[float]:
 class FakeOpenAI:
     """The fake server; a context manager (`start`/`stop` also work). Thread-safe."""
 
-    def __init__(self, default: Reply = "", speaks: str = "any") -> None:
+    def __init__(self, default: Reply = "", speaks: str = "any", embed: Any = None) -> None:
         """`speaks` makes the server answer only one provider's real chat path, as that host
         does (anything else is its 404, a missing key its 401): "azure" serves
         `/openai/deployments/<name>/chat/completions?api-version=...` with an `api-key` header;
         "ollama" serves `/v1/chat/completions` only (it checks no key); "any" (the default)
-        serves every path ending in `/chat/completions`."""
+        serves every path ending in `/chat/completions`. `embed` answers `/embeddings` (see
+        the module's docstring)."""
         assert speaks in ("any", "azure", "ollama"), speaks
         self.default = default
         self.speaks = speaks
+        self.embed = embed
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -333,7 +336,7 @@ class FakeOpenAI:
             inputs if isinstance(inputs, list) and not all(isinstance(x, int) for x in inputs) else [inputs]
         )
         texts = [x if isinstance(x, str) else json.dumps(x) for x in inputs]
-        vectors: list[Any] = [unit_vector(t) for t in texts]
+        vectors: list[Any] = self.embed(texts) if self.embed is not None else [unit_vector(t) for t in texts]
         if body.get("encoding_format") == "base64":
             vectors = [base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() for v in vectors]
         tokens = sum(_words(t) for t in texts)

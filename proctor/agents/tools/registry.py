@@ -9,9 +9,21 @@ imports its dependencies (the `mcp` SDK, a vector store).
 
 from __future__ import annotations
 
-from proctor.agents.tools.runner import RunnerFactory
+from collections.abc import Mapping
+from typing import Any
 
-RUNNERS: dict[str, RunnerFactory] = {}
+from proctor.agents.tools.runner import RunnerFactory, ToolContext, ToolRunner
+
+
+def _vectorstore(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
+    from proctor.retrieval.runners import VectorstoreRunner
+
+    return VectorstoreRunner(entry, context)
+
+
+RUNNERS: dict[str, RunnerFactory] = {
+    "vectorstore": _vectorstore,
+}
 
 # HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
 NOT_RUN = frozenset({"vectorstore", "hierarchical_document", "mcp", "prompt"} - set(RUNNERS))
