@@ -1,8 +1,10 @@
 """Comparing agent variants run over the same suite (Vanna's `ComparisonReport`).
 
-Per variant: pass rate, mean score per metric, mean agent latency and tokens; the best
-variant has the highest pass rate, then the highest mean score, then the lowest latency.
-Written as Markdown, a self-contained HTML page and CSV.
+Per variant: pass rate, mean score per metric, mean agent latency and tokens. Variants of a
+Vanna dataset are ranked as Vanna's `ComparisonReport.get_best_variant()` ranks them: by
+`EvaluationReport.average_score()` (each case's mean evaluator score, averaged over the cases),
+highest first, the earlier variant first on a tie. Other suites' variants are ranked by pass
+rate, then mean score, then lowest latency. Written as Markdown, a self-contained HTML page and CSV.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from sqlmodel import Session, select
 from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.rendering import render
-from proctor.storage.runs import metric_stats
+from proctor.reporting.convert import vanna_result
+from proctor.storage.runs import iter_results, metric_stats
+
+VANNA_RULE = "Vanna's ComparisonReport: highest average score (mean of each case's evaluator scores)"
+PROCTOR_RULE = "highest pass rate, then mean score, then lowest agent time"
 
 
 @dataclass
@@ -43,6 +49,18 @@ class Comparison:
     rows: list[VariantRow]
     metrics: list[str]
     best: str
+    ranking: list[str] = field(default_factory=list)  # best first
+    rule: str = PROCTOR_RULE
+
+
+def vanna_average_score(*, session: Session, run: EvalRun) -> float:
+    """Vanna's `EvaluationReport.average_score()` for a stored run: each case's
+    `TestCaseResult.overall_score()` (0.0 for a case nothing scored), averaged over the cases."""
+    scores = [
+        vanna_result(row, metrics, run).overall_score()
+        for row, metrics in iter_results(session=session, run_id=run.id)
+    ]
+    return sum(scores) / len(scores) if scores else 0.0
 
 
 def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
@@ -60,6 +78,8 @@ def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
         scores = [  # informational values (tokens, seconds) are not scores
             s["avg_score"] for s in stats.values() if s["avg_score"] is not None and not s["informational"]
         ]
+        if run.source_format == "vanna":  # Vanna's own average, which its ComparisonReport ranks by
+            scores = [vanna_average_score(session=session, run=run)]
         rows.append(
             VariantRow(
                 variant=run.variant or run.agent,
@@ -75,11 +95,20 @@ def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
                 metric_scores={name: s["avg_score"] for name, s in stats.items()},
             )
         )
-    best = max(rows, key=lambda r: (r.pass_rate, r.mean_score or 0.0, -r.mean_agent_ms))
-    metrics = sorted({name for row in rows for name in row.metric_scores})
     first = session.get(EvalRun, run_ids[0])
+    vanna = first is not None and first.source_format == "vanna"
+    if vanna:  # max() over the variants in order: the first of equal scores wins, as in Vanna
+        ranked = sorted(rows, key=lambda r: -(r.mean_score or 0.0))
+    else:
+        ranked = sorted(rows, key=lambda r: (-r.pass_rate, -(r.mean_score or 0.0), r.mean_agent_ms))
+    metrics = sorted({name for row in rows for name in row.metric_scores})
     return Comparison(
-        suite_name=first.suite_name if first else "", rows=rows, metrics=metrics, best=best.variant
+        suite_name=first.suite_name if first else "",
+        rows=rows,
+        metrics=metrics,
+        best=ranked[0].variant,
+        ranking=[row.variant for row in ranked],
+        rule=VANNA_RULE if vanna else PROCTOR_RULE,
     )
 
 
@@ -102,6 +131,7 @@ def comparison_csv(comparison: Comparison) -> str:
             "estimated_cost_usd",
             *comparison.metrics,
             "best",
+            "rank",
         ]
     )
     for row in comparison.rows:
@@ -124,6 +154,7 @@ def comparison_csv(comparison: Comparison) -> str:
                     for m in comparison.metrics
                 ],
                 row.variant == comparison.best,
+                comparison.ranking.index(row.variant) + 1,
             ]
         )
     return out.getvalue()

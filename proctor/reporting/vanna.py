@@ -1,6 +1,11 @@
 """A run as Vanna's evaluation framework reports it: one `TestCaseResult` per case (the test
 case as written, the agent's result with its UI components, every evaluator's
-`EvaluationResult`), streamed as JSON a case at a time (`proctor report RUN --format vanna`)."""
+`EvaluationResult`), streamed as JSON a case at a time (`proctor report RUN --format vanna`).
+
+`overall_passed` is the run's own verdict on the case, never recomputed from the evaluations
+shown: a case the run failed for a reason no evaluator records (nothing scored it, the agent
+failed, a metric could not be built) is reported failed, with the run's `errors` beside it.
+`overall_score` is Vanna's `TestCaseResult.overall_score()`: the mean of the evaluator scores."""
 
 from __future__ import annotations
 
@@ -43,8 +48,9 @@ def vanna_report(*, session: Session, run: EvalRun) -> Iterator[str]:
         result = vanna_result(row, metrics, run)
         entry = {
             **_plain(result),
-            "overall_passed": result.overall_passed(),
+            "overall_passed": bool(row.passed),  # the run's verdict, as stored
             "overall_score": result.overall_score(),
+            **({"errors": list(row.errors)} if row.errors else {}),
         }
         yield ("    " if number == 0 else ",\n    ") + json.dumps(entry, ensure_ascii=False, default=str)
     yield "\n  ]\n}\n"
