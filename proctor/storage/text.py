@@ -32,11 +32,15 @@ def unstorable(text: str) -> bool:
 
 
 def needs_cleaning(value: Any) -> bool:
-    """Whether any string in `value` (str, or dicts, lists and tuples of them) is unstorable.
-    Plain loops: this runs on every row written (measured ~5 µs for a typical case row)."""
+    """Whether any string in `value` (str, or dicts, lists and tuples of them) is unstorable, or
+    any float is NaN or infinite (JSON has no form for them: the encoder would write null).
+    Plain loops: this runs on every row written (measured ~5 µs for a typical case row);
+    `x - x != 0.0` is true exactly for NaN and the infinities."""
     kind = type(value)
     if kind is str:
         return unstorable(value)
+    if kind is float:
+        return value - value != 0.0
     if kind is dict:
         for key, item in value.items():
             if type(key) is str and unstorable(key):
@@ -44,6 +48,9 @@ def needs_cleaning(value: Any) -> bool:
             kind = type(item)
             if kind is str:
                 if unstorable(item):
+                    return True
+            elif kind is float:
+                if item - item != 0.0:
                     return True
             elif (kind is dict or kind is list or kind is tuple) and needs_cleaning(item):
                 return True
@@ -54,22 +61,39 @@ def needs_cleaning(value: Any) -> bool:
             if kind is str:
                 if unstorable(item):
                     return True
+            elif kind is float:
+                if item - item != 0.0:
+                    return True
             elif (kind is dict or kind is list or kind is tuple) and needs_cleaning(item):
                 return True
     return False
 
 
 def storable(value: Any, where: str, notes: list[str]) -> Any:
-    """`value` with unstorable characters replaced, and a note appended to `notes` per string
-    replaced, naming it by its path (`turns[0].response`). `value` itself when nothing needed
-    replacing: the common path walks it once and copies nothing."""
+    """`value` (a row: column -> value) with unstorable characters replaced, and a note appended
+    to `notes` per string replaced, naming it by its path (`turns[0].response`). A NaN or
+    infinite float inside a JSON column (a tool call's arguments, say) is kept as the text JSON5
+    writes for it (`NaN`, `Infinity`, `-Infinity`), with a note, where the encoder would have
+    written null; a whole column of that kind is stored as null, with a note. `value` itself
+    when nothing needed replacing: the common path walks it once and copies nothing."""
     if not needs_cleaning(value):
         return value
-    return _clean(value, where, notes)
+    return _clean(value, where, notes, depth=0)
 
 
-def _clean(value: Any, where: str, notes: list[str]) -> Any:
+def _not_finite(value: float, where: str, notes: list[str], column: bool) -> str | None:
+    text = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if column:
+        notes.append(f"{where or 'value'}: {text} is not a number any column holds, stored as null")
+        return None
+    notes.append(f"{where or 'value'}: {text} has no JSON form, stored as the text {text!r}")
+    return text
+
+
+def _clean(value: Any, where: str, notes: list[str], depth: int = 1) -> Any:
     kind = type(value)
+    if kind is float:
+        return _not_finite(value, where, notes, column=depth == 1) if value - value != 0.0 else value
     if kind is str:
         fixed, count = _UNSTORABLE.subn(REPLACEMENT, value)
         if count:
@@ -81,10 +105,37 @@ def _clean(value: Any, where: str, notes: list[str]) -> Any:
     if kind is dict:
         return {
             _clean(key, f"{where}(key)", notes) if type(key) is str else key: _clean(
-                item, f"{where}.{key}" if where else str(key), notes
+                item, f"{where}.{key}" if where else str(key), notes, depth + 1
             )
             for key, item in value.items()
         }
     if kind is list or kind is tuple:
-        return [_clean(item, f"{where}[{index}]", notes) for index, item in enumerate(value)]
+        return [_clean(item, f"{where}[{index}]", notes, depth + 1) for index, item in enumerate(value)]
     return value
+
+
+def clean_agent_values(turns: list[Any], notes: list[str]) -> list[Any]:
+    """What an agent recorded in its turns (tool calls' arguments and results, a turn's
+    metadata), made storable before the turns are dumped: the JSON dump would turn NaN and the
+    infinities into null without a word, so they become text here, with a note. The turns
+    given are never changed (a checkpoint is written before scoring, which sees the agent's own
+    values); `turns` itself comes back when nothing needed it, else copies of the turns that did."""
+    cleaned, changed = list(turns), False
+    for number, turn in enumerate(turns):
+        changes: dict[str, Any] = {}
+        calls = list(turn.tool_calls)
+        for index, call in enumerate(calls):
+            where = f"turns[{number}].tool_calls[{index}]"
+            update = {}
+            if call.args and needs_cleaning(call.args):
+                update["args"] = _clean(call.args, f"{where}.args", notes, depth=2)
+            if call.result is not None and needs_cleaning(call.result):
+                update["result"] = _clean(call.result, f"{where}.result", notes, depth=2)
+            if update:
+                calls[index] = call.model_copy(update=update)
+                changes["tool_calls"] = calls
+        if turn.metadata and needs_cleaning(turn.metadata):
+            changes["metadata"] = _clean(turn.metadata, f"turns[{number}].metadata", notes, depth=2)
+        if changes:
+            cleaned[number], changed = turn.model_copy(update=changes), True
+    return cleaned if changed else turns

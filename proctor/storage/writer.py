@@ -27,7 +27,7 @@ from proctor.models.outcome import CaseOutcome, CaseState
 from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.storage.db import redact_url
 from proctor.storage.rows import bare_row, case_row, case_row_id, final_columns, metric_rows
-from proctor.storage.text import storable
+from proctor.storage.text import clean_agent_values, storable
 
 log = logging.getLogger("proctor.storage")
 
@@ -171,17 +171,21 @@ class ResultWriter:
     async def _submit(
         self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, *, bare: bool
     ) -> None:
-        if outcome.checkpointed:
-            row = {"id": case_row_id(run_id, case.case_id, outcome.attempt), **final_columns(outcome)}
-        else:
-            row = case_row(run_id, case, outcome, position)
-            row = bare_row(row) if bare else row
-        metrics = metric_rows(run_id, case, outcome) if outcome.state.is_final and not bare else []
         notes: list[str] = []
+        turns = clean_agent_values(outcome.turns, notes)
+        written = outcome if turns is outcome.turns else outcome.model_copy(update={"turns": turns})
+        if outcome.checkpointed:
+            row = {"id": case_row_id(run_id, case.case_id, outcome.attempt), **final_columns(written)}
+        else:
+            row = case_row(run_id, case, written, position)
+            row = bare_row(row) if bare else row
+        metrics = metric_rows(run_id, case, written) if outcome.state.is_final and not bare else []
         row = storable(row, "", notes)
         metrics = [storable(metric, f"metrics[{index}]", notes) for index, metric in enumerate(metrics)]
-        if notes:
-            outcome.storage_notes += notes
+        if notes:  # a checkpoint and the final write find the same values: each note is kept once
+            outcome.storage_notes += [
+                note for note in dict.fromkeys(notes) if note not in outcome.storage_notes
+            ]
             row["notes"] = list(outcome.storage_notes)
         write = _Write(
             case_row=row,

@@ -1,0 +1,64 @@
+"""Numbers in tool arguments that JSON or a 64-bit column cannot hold are kept, said, and scored
+as ADK scores them: an expected call with a whole number past 64 bits matches the same call
+(google-adk compares `args` with ==, so it scores 1.0); NaN and the infinities, which a JSON
+encoder writes as null without a word, are stored as the text JSON5 gives them, with a note."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from proctor.cli import main
+from tests.resilience.harness import stored
+from tests.resilience.test_integrity import database, fresh_postgres  # noqa: F401 - fixtures
+
+AGENT = """
+def agent(request):
+    request.record_tool_call("measure", {"x": float("nan"), "top": float("inf"), "low": float("-inf")}, "ok")
+    return "measured"
+"""
+
+
+def _evalset(folder: Path, args: dict) -> Path:
+    invocation = {
+        "invocation_id": "i1",
+        "user_content": {"parts": [{"text": "Measure it"}]},
+        "intermediate_data": {"tool_uses": [{"name": "measure", "args": args}]},
+    }
+    path = folder / "numbers.evalset.json"
+    path.write_text(
+        json.dumps({"eval_set_id": "numbers", "eval_cases": [{"eval_id": "a", "conversation": [invocation]}]})
+    )
+    (folder / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}}))
+    return path
+
+
+def test_nan_and_infinities_in_tool_arguments_are_stored_as_text_with_a_note(
+    tmp_path: Path, database: str
+) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    path = _evalset(tmp_path, {"x": 1.0})
+    code = main(
+        [
+            "run",
+            str(path),
+            "--agent",
+            f"{tmp_path / 'agent.py'}:agent",
+            "--db",
+            database,
+            "--no-prefect",
+            "--no-progress",
+            "--output",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert code == 1  # the arguments differ from the expected ones: a verdict, not an error
+    row = stored(database).cases["a"]
+    [call] = row.turns[0]["tool_calls"]
+    assert call["args"] == {"x": "NaN", "top": "Infinity", "low": "-Infinity"}
+    notes = "\n".join(row.notes or [])
+    for text in ("NaN", "Infinity", "-Infinity"):
+        assert f"{text} has no JSON form, stored as the text '{text}'" in notes
+    assert "turns[0].tool_calls[0].args.x" in notes
