@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from proctor.cli import main
 from tests.resilience.harness import stored
 from tests.resilience.test_integrity import database, fresh_postgres  # noqa: F401 - fixtures
@@ -36,7 +34,8 @@ def _evalset(folder: Path, args: dict) -> Path:
 
 
 def test_nan_and_infinities_in_tool_arguments_are_stored_as_text_with_a_note(
-    tmp_path: Path, database: str
+    tmp_path: Path,
+    database: str,  # noqa: F811 - the fixture imported above
 ) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     path = _evalset(tmp_path, {"x": 1.0})
