@@ -21,8 +21,15 @@ def _vectorstore(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
     return VectorstoreRunner(entry, context)
 
 
+def _mcp(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
+    from proctor.agents.tools.mcp_runner import mcp_runner
+
+    return mcp_runner(entry, context)
+
+
 RUNNERS: dict[str, RunnerFactory] = {
     "vectorstore": _vectorstore,
+    "mcp": _mcp,
 }
 
 # HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
