@@ -62,6 +62,7 @@ class McpRunner:
         self._gone: str | None = None  # why the server cannot answer any more
         self._secrets: list[str] = []
         self._stderr: Any = None
+        self._refusals: list[str] = []  # the HTTP errors the server answered, in order
 
     # -- life ------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -123,7 +124,18 @@ class McpRunner:
                 encoding=entry.encoding or "utf-8",
             )
             return stdio_client(parameters, errlog=self._stderr)
+        import httpx2
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         headers, self._secrets = self.settings.headers()
+
+        def http_client(**options: Any) -> Any:
+            """The SDK's HTTP client, noting each refused request's status (the SDK's own
+            error for one does not say it)."""
+            client = create_mcp_http_client(**options)
+            client.event_hooks["response"].append(self._note_status)
+            return client
+
         if entry.transport == "sse":
             from mcp.client.sse import sse_client
 
@@ -132,12 +144,11 @@ class McpRunner:
                 headers=headers or None,
                 timeout=self.settings.timeout_s,
                 sse_read_timeout=self.settings.sse_read_timeout_s,
+                httpx_client_factory=http_client,
             )
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        client = create_mcp_http_client(
+        client = http_client(
             headers=headers or None,
             timeout=httpx2.Timeout(self.settings.timeout_s, read=self.settings.sse_read_timeout_s),
         )
@@ -171,6 +182,10 @@ class McpRunner:
                 ", ".join(missing),
             )
         return [tool for tool in tools if tool.name in allowed]
+
+    async def _note_status(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self._refusals.append(f"HTTP {response.status_code} {response.reason_phrase}".strip())
 
     async def aclose(self) -> None:
         self._stop.set()
@@ -214,8 +229,9 @@ class McpRunner:
 
     def _reason(self, error: BaseException) -> str:
         """The error in words, with the end of the server's stderr; no variable's value."""
-        errors = error.exceptions if isinstance(error, BaseExceptionGroup) else [error]
-        text = "; ".join(str(e) or type(e).__name__ for e in errors)
+        text = "; ".join(dict.fromkeys(str(e) or type(e).__name__ for e in _leaves(error)))
+        if self._refusals:
+            text += f": the server answered {', '.join(dict.fromkeys(self._refusals))}"
         if not isinstance(error, ToolOpenError):
             text = f"{text} ({self.settings.describe()})"
         tail = self._stderr_tail()
@@ -231,6 +247,13 @@ class McpRunner:
             self._stderr.seek(0)
             return " ".join(self._stderr.read()[-STDERR_TAIL_CHARS:].split())
         return ""
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors a task group's error is made of (anyio wraps each in groups, nested)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
 
 
 @contextlib.asynccontextmanager

@@ -48,10 +48,10 @@ def scripted_model(body: dict[str, Any]) -> Any:
     last = messages[-1]
     if last["role"] == "tool":
         content = last["content"]
-        if content.startswith("{"):
-            order = json.loads(content)
-            return f"{order['status']} via {order['carrier']}" if order.get("carrier") else order["status"]
-        return content
+        order = json.loads(content) if content.startswith('{"order_id"') else None
+        if order is None:
+            return content
+        return f"{order['status']} via {order['carrier']}" if order.get("carrier") else order["status"]
     if match := re.search(r"order (\S+?)\?", asked):
         return {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": match.group(1)}}]}
     if match := re.match(r"add (\d+) (\d+)", asked):

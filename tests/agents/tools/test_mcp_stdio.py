@@ -4,15 +4,30 @@ turn, the server stopped (its own process) when the run ends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from proctor.agents import AgentInvoker, AgentLoadError, AgentRequest, load_target
 from proctor.cli import EXIT_PASSED
-from tests.agents.tools.conftest import alive, run, started_pids, stdio_entry, write_agent
-from tests.fakes import FakeOpenAI
+from tests.agents.tools.conftest import (
+    MCP_SERVER,
+    SUITE,
+    alive,
+    run,
+    scripted_model,
+    started_pids,
+    stdio_entry,
+    write_agent,
+)
+from tests.fakes import FakeOpenAI, Fault
+from tests.fakes.processes import running
 
 pytest.importorskip("mcp", reason="MCP tools need the `mcp` extra: pip install -e '.[mcp]'")
 pytestmark = pytest.mark.needs_extra  # CI runs these again with the mcp extra installed
@@ -23,7 +38,11 @@ def test_a_run_starts_the_server_once_and_its_answers_pass_the_cases(tmp_path: P
     agent = write_agent(tmp_path, api, stdio_entry(pidfile))
     code, report = run(agent, "--concurrency", "3")
     assert code == EXIT_PASSED, report
-    assert {r["test_name"]: r["passed"] for r in report["results"]} == {"shipped": True, "pending": True, "sum": True}
+    assert {r["test_name"]: r["passed"] for r in report["results"]} == {
+        "shipped": True,
+        "pending": True,
+        "sum": True,
+    }
     [pid] = started_pids(pidfile)  # three cases at once, one server
     assert not alive(pid)  # stopped by the time the run returned
     calls = {r["test_name"]: r["tool_calls"] for r in report["results"]}
@@ -35,7 +54,9 @@ def test_a_run_starts_the_server_once_and_its_answers_pass_the_cases(tmp_path: P
     assert offered["add"]["description"] == "Add two integers."
     assert offered["add"]["parameters"]["required"] == ["a", "b"]
     assert offered["add"]["parameters"]["properties"]["a"]["type"] == "integer"
-    tool_messages = [m["content"] for c in api.completions for m in c["body"]["messages"] if m["role"] == "tool"]
+    tool_messages = [
+        m["content"] for c in api.completions for m in c["body"]["messages"] if m["role"] == "tool"
+    ]
     assert sorted(tool_messages) == sorted(
         [
             json.dumps({"order_id": "A-100", "status": "shipped", "carrier": "DHL", "total": 42.5}),
@@ -43,3 +64,177 @@ def test_a_run_starts_the_server_once_and_its_answers_pass_the_cases(tmp_path: P
             "42",
         ]
     )
+
+
+def test_the_server_gets_its_env_config_and_folder_and_only_the_allowed_tools_are_offered(
+    tmp_path: Path, api: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORDERS_GREETING", "bonjour")
+    (tmp_path / "srv.py").write_text(
+        f"import runpy, sys\nrunpy.run_path({str(MCP_SERVER)!r}, run_name='__main__')\n"
+    )
+    config = {"allowed_tools": ["whoami", "show_config"], "region": "eu"}
+    entry = stdio_entry(tmp_path / "pids", args=["./srv.py", "stdio"], config=config)
+    entry["env"] |= {"GREETING": "${ORDERS_GREETING}"}
+    suite = (
+        "name: env\ntest_cases:\n"
+        "  - {name: who, input: whoami, expected_tools: [whoami]}\n"
+        "  - {name: config, input: show_config, expected_tools: [show_config]}\n"
+    )
+    agent = write_agent(tmp_path, api, entry, suite=suite)
+    code, report = run(agent, "--concurrency", "1")
+    assert code == EXIT_PASSED, report
+    [pid] = started_pids(tmp_path / "pids")
+    received = {m["content"] for c in api.completions for m in c["body"]["messages"] if m["role"] == "tool"}
+    assert json.dumps({"pid": pid, "greeting": "bonjour", "cwd": str(tmp_path)}) in received
+    assert json.dumps(config) in received  # the whole config, as MCP_CONFIG (HoloDeck's mcp_bridge)
+    offered = [tool["function"]["name"] for tool in api.completions[0]["body"]["tools"]]
+    assert offered == ["whoami", "show_config"]
+
+
+def test_a_server_that_dies_mid_run_fails_only_the_cases_that_need_it_saying_why(
+    tmp_path: Path, api: FakeOpenAI
+) -> None:
+    pidfile = tmp_path / "pids"
+
+    def model(body: dict) -> object:
+        asked = body["messages"][1]["content"]
+        if asked == "add 2 40 after the crash" and body["messages"][-1]["role"] == "user":
+            deadline = time.monotonic() + 60  # this case's call goes to a server that is gone
+            while not (started_pids(pidfile) and not alive(started_pids(pidfile)[0])):
+                assert time.monotonic() < deadline, "the server never died"
+                time.sleep(0.1)
+        return scripted_model(body)
+
+    api.default = model
+    suite = (
+        "name: crash\nevaluations: {metrics: [{type: standard, metric: equality}]}\ntest_cases:\n"
+        "  - {name: crash, input: crash, expected_tools: [crash]}\n"
+        "  - {name: after, input: add 2 40 after the crash, ground_truth: '42'}\n"
+        "  - {name: no_tool, input: hello, ground_truth: no tool needed}\n"
+    )
+    agent = write_agent(tmp_path, api, stdio_entry(pidfile), suite=suite)
+    code, report = run(agent, "--concurrency", "3")
+    results = {r["test_name"]: r for r in report["results"]}
+    assert results["no_tool"]["passed"] is True
+    crash, after = " ".join(results["crash"]["errors"]), " ".join(results["after"]["errors"])
+    assert "MCP server 'orders' could not answer 'crash'" in crash
+    assert "crash: the test server exits now" in crash  # the server's last words, from its stderr
+    assert "MCP server 'orders' could not answer 'add'" in after
+    assert len(started_pids(pidfile)) == 1  # not restarted behind the cases' backs
+
+
+def test_an_entry_that_cannot_work_is_refused_when_the_agent_loads(
+    tmp_path: Path, api: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    cases = [
+        (
+            {"env": {"TOKEN": "${NOT_SET_ANYWHERE}"}},
+            "env.TOKEN: environment variable(s) not set: NOT_SET_ANYWHERE",
+        ),
+        ({"transport": "http"}, "'url' is required for http transport"),
+        ({"env_file": "missing.env"}, "env_file: "),
+        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"config": {"allowed_tools": "add"}}, "config.allowed_tools: expected a list of tool names"),
+    ]
+    for change, message in cases:
+        agent = write_agent(tmp_path, api, stdio_entry(tmp_path / "pids") | change)
+        with pytest.raises(AgentLoadError) as error:
+            load_target.__wrapped__(f"openai:{agent}")
+        assert "tools[0] (orders, type mcp)" in str(error.value) and message in str(error.value), str(
+            error.value
+        )
+    assert not (tmp_path / "pids").exists()  # nothing was started to find out
+
+
+def test_a_websocket_server_is_skipped_with_a_warning_as_holodeck_does(
+    tmp_path: Path, api: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = {
+        "name": "ws",
+        "type": "mcp",
+        "description": "d",
+        "transport": "websocket",
+        "url": "ws://127.0.0.1:9/x",
+    }
+    agent = write_agent(tmp_path, api, entry, stdio_entry(tmp_path / "pids"))
+    loaded = load_target.__wrapped__(f"openai:{agent}")
+    assert any("transport websocket" in w and "none of its tools are offered" in w for w in loaded.warnings)
+    response = _invoke(loaded, "add 2 40")
+    assert response.answer == "42"
+    assert "ws" not in {tool["function"]["name"] for tool in api.completions[0]["body"]["tools"]}
+
+
+def test_a_command_that_is_not_there_fails_each_case_with_that_reason(
+    tmp_path: Path, api: FakeOpenAI
+) -> None:
+    agent = write_agent(tmp_path, api, stdio_entry(tmp_path / "pids", command="no-such-mcp-server-7"))
+    code, report = run(agent)
+    assert all(
+        "MCP server 'orders' did not start: command 'no-such-mcp-server-7' not found on PATH"
+        in " ".join(r["errors"])
+        for r in report["results"]
+    )
+    assert api.completions == []
+
+
+def test_called_outside_a_run_the_server_lives_for_the_call(tmp_path: Path, api: FakeOpenAI) -> None:
+    agent = write_agent(tmp_path, api, stdio_entry(tmp_path / "pids"))
+    response = _invoke(load_target.__wrapped__(f"openai:{agent}"), "Where is order A-100?")
+    assert response.answer == "shipped via DHL"
+    assert [(c.name, c.args) for c in response.tool_calls] == [("lookup_order", {"order_id": "A-100"})]
+    assert json.loads(response.tool_calls[0].result)["carrier"] == "DHL"  # recorded as the model got it
+    [pid] = started_pids(tmp_path / "pids")
+    assert not alive(pid)
+
+
+def _invoke(agent, text: str):
+    invoker = AgentInvoker(agent, max_threads=1, timeout_s=60)
+    try:
+        return asyncio.run(invoker.invoke(AgentRequest(case_id="c", turn_id="t", input=text, thread_id="x")))
+    finally:
+        invoker.close()
+
+
+STOPPED_RUN = """
+import sys
+from proctor.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_stopped_by_a_signal_stops_its_server(tmp_path: Path, api: FakeOpenAI, signum: int) -> None:
+    pidfile = tmp_path / "pids"
+    api.script(
+        {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-100"}}]},
+        Fault.hang(120),  # the model is thinking when the run is stopped
+    )
+    agent = write_agent(tmp_path, api, stdio_entry(pidfile), suite=SUITE.split("  - name: pending")[0])
+    args = [
+        "run",
+        str(tmp_path / "suite.yaml"),
+        "--agent",
+        f"openai:{agent}",
+        "--no-prefect",
+        "--no-progress",
+    ]
+    args += ["--db", f"sqlite:///{tmp_path / 'r.db'}", "--output", str(tmp_path / "out")]
+    log = tmp_path / "proctor.log"
+    env = {**os.environ, "ORDERS_MODEL_KEY": "sk-orders"}
+    with running([sys.executable, "-c", STOPPED_RUN, *args], env=env, log=log) as proctor:
+        deadline = time.monotonic() + 120
+        while len(api.completions) < 2:  # the tool answered, the model called again
+            assert proctor.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        [server] = started_pids(pidfile)
+        assert alive(server)
+        os.kill(proctor.pid, signum)  # Proctor itself: the server is not in its process group
+        proctor.wait(120)
+    assert proctor.returncode == (130 if signum == signal.SIGINT else 143), log.read_text()
+    deadline = time.monotonic() + 30
+    while alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(server), f"the MCP server {server} outlived the run"
