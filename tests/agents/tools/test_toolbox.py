@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -239,3 +240,15 @@ def test_two_tools_of_one_name_are_refused_when_opened(
     ):
         _invoke(f"openai:{path}", request)
     assert events == ["open", "close"]
+
+
+def test_an_mcp_tool_without_the_mcp_extra_is_refused_when_the_agent_loads_saying_how_to_get_it(
+    tmp_path: Path, api: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _agent_yaml(tmp_path, api, cases="")
+    path.write_text(
+        path.read_text().replace("type: ledger, prefix: 'v-'", "type: mcp, command: npx, args: [x]")
+    )
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as on a machine without the extra
+    with pytest.raises(AgentLoadError, match=r"MCP tools need the mcp package: pip install 'proctor\[mcp\]'"):
+        load_target.__wrapped__(f"openai:{path}")
