@@ -58,6 +58,12 @@ def _elapsed_ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def _own_ms(request: AgentRequest, started: float) -> float:
+    """The agent's own time for the message, as timed where the agent ran (`own_ms`); the
+    time since it was called only when the call never got that far (a timeout)."""
+    return request.own_ms if request.own_ms is not None else _elapsed_ms(started)
+
+
 def _finish(outcome: CaseOutcome, state: CaseState) -> None:
     outcome.state = state
     outcome.finished_at = datetime.now(UTC)
@@ -153,7 +159,7 @@ async def _agent_turn(
             tool_calls=request.recorded_tool_calls,
             usage=request.recorded_usage,
             model_calls=recorded_model_calls(request),
-            latency_ms=_elapsed_ms(started),
+            latency_ms=_own_ms(request, started),
             error=message,
         )
         outcome.errors.append(f"agent failed on turn {turn_id}: {message}")
@@ -165,7 +171,7 @@ async def _agent_turn(
             tool_calls=response.tool_calls,
             usage=response.usage,
             model_calls=response.model_calls,
-            latency_ms=_elapsed_ms(started),
+            latency_ms=_own_ms(request, started),
             metadata={
                 **(
                     {"components": [c.model_dump() for c in response.components]}
@@ -178,6 +184,8 @@ async def _agent_turn(
         history += [{"role": "user", "content": text}, {"role": "assistant", "content": response.answer}]
     if started > asked:
         turn.metadata["wait_ms"] = round((started - asked) * 1000, 1)
+    if request.retries:
+        turn.metadata["retries"] = request.retries
     outcome.turns.append(turn)
     return turn
 
@@ -234,7 +242,9 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
                 )
             except TimeoutError:
                 outcome.errors.append(f"the case's conversation exceeded its {limit:g} s limit")
-            outcome.agent_ms = max(0.0, _elapsed_ms(started) - work.not_agent_ms)
+                outcome.agent_ms = max(0.0, _elapsed_ms(started) - work.not_agent_ms)
+            else:  # the agent's own time, turn by turn: no wait, no simulated user, no Proctor
+                outcome.agent_ms = sum(turn.latency_ms for turn in outcome.turns)
         if outcome.errors:
             await score_turns_before_failure(work.case, outcome, runtime.bind)
             await score_vanna_failure(work.case, outcome, runtime.bind)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,8 +182,15 @@ class HttpAgent:
     async def _post(
         self, request: AgentRequest, variables: dict[str, Any], url: str, headers: dict[str, str]
     ) -> AgentResponse:
+        body = _render(self.config.request, variables)
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as client:
-            reply = await client.post(url, json=_render(self.config.request, variables), headers=headers)
+            # The agent's own time is its endpoint's: the request and its reply, not the
+            # client's set-up (its TLS context alone can take tens of ms on a busy machine).
+            started = time.perf_counter()
+            try:
+                reply = await client.post(url, json=body, headers=headers)
+            finally:
+                request.own_ms = (time.perf_counter() - started) * 1000
         if reply.status_code >= 400:
             raise HttpAgentError(f"{self.config.url} answered HTTP {reply.status_code}: {reply.text[:200]}")
         try:

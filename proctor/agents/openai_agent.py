@@ -11,14 +11,18 @@ run), or answered with canned results from the case (`metadata.tool_results.<too
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import re
+import time
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -80,6 +84,45 @@ class ToolLoopError(RuntimeError):
 class ModelCallError(RuntimeError):
     """The model's endpoint refused or failed a call; the message is the client's, redacted
     (a server may echo the key back, as OpenAI's 401 does with its first characters)."""
+
+
+@dataclass
+class RoundTrips:
+    """One agent message's model calls as the wire saw them: the time from each request going
+    out to its reply's headers coming in, summed, and how many requests went out. The client's
+    own work (building the request, its first-call set-up, reading the reply into objects) and
+    its waits between retries are not in it; a request that got no reply counts until it failed."""
+
+    ms: float = 0.0
+    requests: int = 0
+    calls: int = 0  # `create` calls: requests beyond these are the client's retries
+    tools_ms: float = 0.0
+    sent_at: float | None = None
+
+    def close(self) -> None:
+        if self.sent_at is not None:
+            self.ms += (time.perf_counter() - self.sent_at) * 1000
+            self.sent_at = None
+
+
+_round_trips: contextvars.ContextVar[RoundTrips | None] = contextvars.ContextVar("round_trips", default=None)
+
+
+async def _request_sent(request: httpx.Request) -> None:
+    trips = _round_trips.get()
+    if trips is not None:
+        trips.close()
+        trips.requests += 1
+        trips.sent_at = time.perf_counter()
+
+
+async def _reply_came(response: httpx.Response) -> None:
+    trips = _round_trips.get()
+    if trips is not None:
+        trips.close()
+
+
+ROUND_TRIP_HOOKS = {"request": [_request_sent], "response": [_reply_came]}
 
 
 class OpenAIToolAgent:
@@ -147,7 +190,7 @@ class OpenAIToolAgent:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = make_client(self.config.model)[0]
+            client = self._clients[loop] = make_client(self.config.model, event_hooks=ROUND_TRIP_HOOKS)[0]
         return client
 
     @staticmethod
@@ -211,16 +254,32 @@ class OpenAIToolAgent:
 
     async def __call__(self, request: AgentRequest) -> AgentResponse:
         if not self.runner_tools:
-            return await self._converse(request, None)
+            return await self._timed(request, None)
         if request.run_scope is not None:  # the run's tools, opened by its first case
-            return await self._converse(request, await request.run_scope.open(self, self._new_toolbox))
+            return await self._timed(request, await request.run_scope.open(self, self._new_toolbox))
         scope = RunScope()  # called outside a run: the tools live for this call
         try:
-            return await self._converse(request, await scope.open(self, self._new_toolbox))
+            return await self._timed(request, await scope.open(self, self._new_toolbox))
         finally:
             await scope.aclose()
 
-    async def _converse(self, request: AgentRequest, toolbox: ToolBox | None) -> AgentResponse:
+    async def _timed(self, request: AgentRequest, toolbox: ToolBox | None) -> AgentResponse:
+        """The tool loop; its own time (`request.own_ms`) is its model calls' round trips and
+        its tools' run time, so Proctor's and the client's work (and opening the run's tool
+        servers, once) never count as the agent's."""
+        trips = RoundTrips()
+        token = _round_trips.set(trips)
+        try:
+            return await self._converse(request, toolbox, trips)
+        finally:
+            _round_trips.reset(token)
+            trips.close()
+            request.own_ms = trips.ms + trips.tools_ms
+            request.retries += max(0, trips.requests - trips.calls)
+
+    async def _converse(
+        self, request: AgentRequest, toolbox: ToolBox | None, trips: RoundTrips
+    ) -> AgentResponse:
         schemas = self._tool_schemas(toolbox)
         messages: list[dict[str, Any]] = []
         if self.instructions:
@@ -232,6 +291,7 @@ class OpenAIToolAgent:
         messages.append({"role": "user", "content": user})
         model, client = self.config.model, self.client
         for _ in range(self.config.max_tool_rounds):
+            trips.calls += 1
             try:
                 completion = await client.chat.completions.create(
                     model=model.name,
@@ -264,7 +324,11 @@ class OpenAIToolAgent:
                     raise ToolLoopError(
                         f"the model sent invalid JSON arguments for {tool_call.function.name}"
                     ) from error
-                result = await self._run_tool(tool_call.function.name, args, request, toolbox)
+                started = time.perf_counter()
+                try:
+                    result = await self._run_tool(tool_call.function.name, args, request, toolbox)
+                finally:
+                    trips.tools_ms += (time.perf_counter() - started) * 1000
                 request.record_tool_call(tool_call.function.name, args, result)
                 messages.append(
                     {

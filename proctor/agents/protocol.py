@@ -65,6 +65,12 @@ class AgentRequest:
     # What the run opened once for all its cases (an agent's MCP servers, indexes); None when the
     # agent is called outside a run. See `proctor.agents.tools.scope`.
     run_scope: RunScope | None = None
+    # The agent's own time for this message, in ms: what `max_execution_time` and ADK's
+    # `invocation_duration_v1` read. Set by the invoker (the call's time in the agent's thread or
+    # on the agents' loop), or by an agent that measures it closer to the model: the OpenAI
+    # agent's round trips and tools, the HTTP agent's request, without Proctor's own work.
+    own_ms: float | None = None
+    retries: int = 0  # requests the agent's client repeated (a 429, a 5xx, a dropped connection)
 
     def record_tool_call(self, name: str, args: dict[str, Any] | None = None, result: Any = None) -> None:
         """Report a tool call as it happens (kept even if the agent later fails)."""

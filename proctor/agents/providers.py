@@ -75,22 +75,31 @@ def base_url_of(model: LLMProvider | None) -> str | None:
     return model.endpoint or ANTHROPIC_OPENAI_ENDPOINT
 
 
-def make_client(model: LLMProvider | None, max_retries: int = 2) -> tuple[openai.AsyncOpenAI, str]:
+def make_client(
+    model: LLMProvider | None, max_retries: int = 2, event_hooks: dict[str, list[Any]] | None = None
+) -> tuple[openai.AsyncOpenAI, str]:
     """The client for a model's provider (no model: OpenAI's), and the key it holds ("" for
-    none), to redact from errors."""
+    none), to redact from errors; `event_hooks` are httpx's, called as each request goes out
+    and each reply comes in."""
     problem = provider_problem(model)
     if problem:
         raise ProviderError(problem)
     key = resolve_api_key(model) or ""
+    http: dict[str, Any] = (
+        {"http_client": openai.DefaultAsyncHttpxClient(event_hooks=event_hooks)} if event_hooks else {}
+    )
     if model is not None and model.provider == "azure_openai":
         client: openai.AsyncOpenAI = openai.AsyncAzureOpenAI(
             azure_endpoint=model.endpoint or "",
             api_version=model.api_version or AZURE_DEFAULT_API_VERSION,
             api_key=key,
             max_retries=max_retries,
+            **http,
         )
         return client, key
-    client = openai.AsyncOpenAI(base_url=base_url_of(model), api_key=key or NO_KEY, max_retries=max_retries)
+    client = openai.AsyncOpenAI(
+        base_url=base_url_of(model), api_key=key or NO_KEY, max_retries=max_retries, **http
+    )
     return client, key
 
 

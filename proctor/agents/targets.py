@@ -7,11 +7,13 @@ import contextlib
 import inspect
 import queue
 import threading
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from proctor.agents.agent_loop import on_agent_loop
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
 from proctor.user_code import AgentLoadError, load_python_target
@@ -151,7 +153,8 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 class AgentInvoker:
-    """Calls one agent: async agents on the event loop, sync ones on `AgentThreads`.
+    """Calls one agent: async agents on the agents' own loop (`agent_loop`), sync ones on
+    `AgentThreads`; either way the call is timed where it runs (`AgentRequest.own_ms`).
 
     The run's concurrency (the pipeline's limiter) bounds how many calls are in flight, so
     sync agents get the same parallelism as async ones (asyncio's default pool would cap
@@ -171,9 +174,11 @@ class AgentInvoker:
     async def _call(self, request: AgentRequest) -> Any:
         try:
             if self._threads is None:
-                return await self.agent(request)
-            value = await self._threads.submit(self.agent, request)
-            return await value if inspect.isawaitable(value) else value
+                return await on_agent_loop(self._timed_async(request))
+            value = await self._threads.submit(self._timed_sync, request)
+            if inspect.isawaitable(value):  # a sync callable that returned a coroutine
+                return await on_agent_loop(self._awaited(value, request))
+            return value
         except SystemExit as error:
             # Caught here, inside the call's task: past a task boundary asyncio re-raises it
             # out of the event loop, which would end the whole run. (A KeyboardInterrupt here
@@ -184,6 +189,42 @@ class AgentInvoker:
             if task is None or task.cancelling():  # a timeout or the run's own cancellation
                 raise
             raise AgentAbortError(f"agent raised {_describe(error)}") from None
+
+    async def _timed_async(self, request: AgentRequest) -> Any:
+        """The agent's call on the agents' loop, timed there: only the agent runs on that loop,
+        so the time is the agent's, whatever Proctor's own loop is busy with."""
+        started = time.perf_counter()
+        try:
+            return await self.agent(request)
+        except (SystemExit, KeyboardInterrupt) as error:
+            # Raised out of a task, these would stop the agents' loop itself (no Ctrl-C is
+            # delivered to its thread: a KeyboardInterrupt there is the agent's own).
+            raise AgentAbortError(f"agent raised {_describe(error)}") from None
+        except asyncio.CancelledError as error:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the caller's timeout or cancellation
+                raise
+            raise AgentAbortError(f"agent raised {_describe(error)}") from None
+        finally:
+            if request.own_ms is None:
+                request.own_ms = (time.perf_counter() - started) * 1000
+
+    @staticmethod
+    async def _awaited(awaitable: Any, request: AgentRequest) -> Any:
+        started = time.perf_counter()
+        try:
+            return await awaitable
+        finally:
+            request.own_ms = (request.own_ms or 0.0) + (time.perf_counter() - started) * 1000
+
+    def _timed_sync(self, request: AgentRequest) -> Any:
+        """A sync agent's call, timed in its own thread (not when Proctor's loop notices it)."""
+        started = time.perf_counter()
+        try:
+            return self.agent(request)
+        finally:
+            if request.own_ms is None:
+                request.own_ms = (time.perf_counter() - started) * 1000
 
     async def invoke(self, request: AgentRequest) -> AgentResponse:
         try:

@@ -40,6 +40,9 @@ class RunScope:
     def __init__(self) -> None:
         self._opening: dict[Hashable, tuple[Any, asyncio.Task[None]]] = {}
         self._closed = False
+        # Where things were opened: the agents' own loop (`proctor.agents.agent_loop`) when a
+        # run's agent opens them, which is not the loop the run closes its scope from.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def open(self, key: Hashable, make: Callable[[], T]) -> T:
         if self._closed:
@@ -47,14 +50,25 @@ class RunScope:
         entry = self._opening.get(key)
         if entry is None:
             thing = make()
-            entry = self._opening[key] = (thing, asyncio.get_running_loop().create_task(thing.open()))
+            self._loop = asyncio.get_running_loop()
+            entry = self._opening[key] = (thing, self._loop.create_task(thing.open()))
         thing, task = entry
         await asyncio.shield(task)
         return thing  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
-        """Close everything opened (or still opening), the latest first; never raises."""
+        """Close everything opened (or still opening), the latest first, on the loop it was
+        opened on; never raises."""
         self._closed = True
+        opened_on = self._loop
+        if opened_on is not None and opened_on is not asyncio.get_running_loop() and opened_on.is_running():
+            closing = asyncio.run_coroutine_threadsafe(self._close_all(), opened_on)
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(closing)
+            return
+        await self._close_all()
+
+    async def _close_all(self) -> None:
         entries, self._opening = list(self._opening.values()), {}
         for thing, task in reversed(entries):
             if not task.done():
