@@ -95,9 +95,14 @@ class PrefectSteps:
         return await finalize_run(database_url, run_id, status, error)
 
     async def compare_with_baseline(
-        self, database_url: str, run_id: uuid.UUID, baseline: uuid.UUID | None, significance: float
+        self,
+        database_url: str,
+        run_id: uuid.UUID,
+        baseline: uuid.UUID | None,
+        significance: float,
+        window: int,
     ) -> Any:
-        return await compare_with_baseline_task(database_url, run_id, baseline, significance)
+        return await compare_with_baseline_task(database_url, run_id, baseline, significance, window)
 
     async def render_reports(self, database_url: str, run_id: uuid.UUID, directory: str) -> None:
         await render_reports_task(database_url, run_id, directory)

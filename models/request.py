@@ -18,6 +18,8 @@ DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx):
 
 # Significance level of the regression test, unless a request sets its own.
 DEFAULT_SIGNIFICANCE = 0.05
+# Earlier runs a verdict reads by default: a month of nights (proctor.storage.history).
+DEFAULT_HISTORY_WINDOW = 30
 
 
 class VariantSpec(FormModel):
@@ -61,13 +63,26 @@ class EvaluationRequest(FormModel):
         default=1, ge=1, le=100, description="Run every case this many times; cases report passes k of n"
     )
     baseline_run_id: uuid.UUID | None = Field(
-        default=None, description="Compare with this run; default: the last completed run of the suite"
+        default=None,
+        description="Judge against the history up to this run; default: the last completed runs of the suite",
     )
     significance: float = Field(
         default=DEFAULT_SIGNIFICANCE,
         gt=0,
         lt=1,
-        description="Significance level of the regression test (Fisher's exact test, with --repeat)",
+        description="Chance of a false 'Regressed' verdict on a night when nothing changed",
+    )
+    history_window: int = Field(
+        default=DEFAULT_HISTORY_WINDOW,
+        ge=1,
+        le=365,
+        description="Earlier runs of the suite (same agent and variant) each case's history is read from",
+    )
+    agent_version: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The agent's version; once a run of a new version exists, older versions' "
+        "runs are no longer its history",
     )
     min_pass_rate: float | None = Field(
         default=None,

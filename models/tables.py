@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -40,6 +40,8 @@ class EvalRun(SQLModel, table=True):
     """One evaluation of one suite by one agent."""
 
     __tablename__ = "eval_run"
+    # The history of a suite, agent and variant, newest first (`proctor.storage.history`).
+    __table_args__ = (Index("ix_eval_run_series", "suite_id", "agent", "variant", "started_at"),)
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
     suite_id: str = Field(index=True)
@@ -93,6 +95,9 @@ class CaseResultRow(SQLModel, table=True):
     __tablename__ = "case_result"
     __table_args__ = (
         UniqueConstraint("run_id", "case_id", "attempt", name="uq_case_result_run_case_attempt"),
+        # The nightly verdict reads, per case, the pass counts of the last runs of its suite
+        # (`proctor.storage.history`): this index answers that from the index alone.
+        Index("ix_case_result_history", "run_id", "case_id", "passed"),
     )
 
     id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
@@ -173,3 +178,17 @@ class JudgeCacheRow(SQLModel, table=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     created_at: datetime = _timestamp()
+
+
+class HistoryReset(SQLModel, table=True):
+    """`proctor reset-history`: runs of this suite (and agent, and variant, when given) that
+    started before `reset_at` are no longer evidence for later verdicts (the agent changed)."""
+
+    __tablename__ = "history_reset"
+
+    id: uuid.UUID = Field(default_factory=uuid.uuid4, primary_key=True)
+    suite_id: str = Field(index=True)
+    agent: str | None = None  # None: every agent of the suite
+    variant: str | None = None  # None: every variant
+    reset_at: datetime = _timestamp()
+    reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))

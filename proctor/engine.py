@@ -58,7 +58,12 @@ class Orchestrator(Protocol):
     ) -> EvalRun: ...
 
     async def compare_with_baseline(
-        self, database_url: str, run_id: uuid.UUID, baseline: uuid.UUID | None, significance: float
+        self,
+        database_url: str,
+        run_id: uuid.UUID,
+        baseline: uuid.UUID | None,
+        significance: float,
+        window: int,
     ) -> Any: ...
 
     async def render_reports(self, database_url: str, run_id: uuid.UUID, directory: str) -> None: ...
@@ -345,7 +350,7 @@ async def _finish(
     except Exception as lost:  # the database is gone: say so, and how to finish the run later
         raise RunIncomplete(run_id, error or f"its end could not be recorded: {lost}") from lost
     regression = await steps.compare_with_baseline(
-        database_url, run_id, request.baseline_run_id, request.significance
+        database_url, run_id, request.baseline_run_id, request.significance, request.history_window
     )
     report_dir = report_dir or default_report_dir(suite, run_id)
     report_error: ReportWriteError | None = None

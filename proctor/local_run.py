@@ -67,7 +67,12 @@ class LocalSteps:
         )
 
     async def compare_with_baseline(
-        self, database_url: str, run_id: uuid.UUID, baseline: uuid.UUID | None, significance: float
+        self,
+        database_url: str,
+        run_id: uuid.UUID,
+        baseline: uuid.UUID | None,
+        significance: float,
+        window: int,
     ) -> Any:
         return await asyncio.to_thread(
             compare_with_baseline,
@@ -75,6 +80,7 @@ class LocalSteps:
             run_id=run_id,
             pinned_baseline=baseline,
             significance=significance,
+            window=window,
         )
 
     async def render_reports(self, database_url: str, run_id: uuid.UUID, directory: str) -> None:

@@ -79,6 +79,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
         check_concurrency_limit(suite, request.model_call_limit)
     check_judge_credentials(suite, cases)
     check_run_settings(request, suite)
+    check_baseline(request, suite)
     from proctor.storage.rows import STORED_FILE_CHARS_VARIABLE, stored_file_chars
 
     try:
@@ -86,6 +87,30 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
     except ValueError as error:
         raise SuiteError([Problem("environment", STORED_FILE_CHARS_VARIABLE, str(error))]) from None
     return suite, cases, agent
+
+
+def check_baseline(request: EvaluationRequest, suite: Suite) -> None:
+    """A pinned baseline must be a stored run of this suite: a run of another suite shares
+    no history with this one, and comparing across suites would call every case added."""
+    if request.baseline_run_id is None or request.resume_run_id is not None:
+        return
+    from sqlmodel import Session
+
+    from proctor.models.tables import EvalRun
+    from proctor.storage import default_database_url, get_engine
+
+    with Session(get_engine(request.database_url or default_database_url())) as session:
+        baseline = session.get(EvalRun, request.baseline_run_id)
+    if baseline is None:
+        problem = f"run {request.baseline_run_id} is not in the results database"
+    elif baseline.suite_id != suite.suite_id:
+        problem = (
+            f"run {str(baseline.id)[:8]} is a run of suite {baseline.suite_id!r}, not of {suite.suite_id!r}: "
+            "a baseline must be a run of the same suite"
+        )
+    else:
+        return
+    raise SuiteError([Problem(suite.path, "baseline_run_id", problem)])
 
 
 def note_agent_override(suite: Suite, agent: str) -> None:

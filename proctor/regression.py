@@ -1,51 +1,54 @@
-"""A run compared with a baseline: which cases newly fail or pass, how each metric moved, and
-whether a drop is a real regression or noise.
+"""A run judged against its suite's history: each case labelled (newly failing, still failing,
+flaky, fixed, added, removed) with its evidence, and a run-level verdict, "Regressed", raised
+only by a significant change.
 
-The baseline is the last completed run of the same suite, agent and variant that finished
-before this run started, or a run pinned by id.
+The evidence for a run is the window of the last K completed runs of the same suite, agent
+and variant (`proctor.storage.history`), plus the run's own repeats; the baseline is the last
+run of that window (or a run pinned by id: then the window ends there). The statistics are in
+`proctor.evidence`; the README ("Regressions") states the model and bench/alarms.py measures it.
 
-With one run per case, a case that passed before and fails now is a regression: nothing
-else can be concluded from one sample. With repeats (`--repeat N`), each case has pass
-counts k of n on both sides, and a drop counts only when Fisher's exact test (one-sided:
-"the pass probability fell") rejects. The significance level α is the chance of a false
-alarm for the whole comparison: half of it goes to the pooled pass counts of all common
-cases (a broad drop), half to the cases one by one, Bonferroni-corrected over the cases
-compared (one case that broke). An A/A rerun of a flaky agent therefore raises an alarm
-with probability at most α; the simulation in tests/test_regression.py measures it.
+Two levels, on purpose:
+- A case is *newly failing* when its history gave tonight's failures (or its unbroken run of
+  failures) less than `CASE_FLAG_LEVEL` chance: a stable case that breaks is named the first
+  night. That is one look per case, so on a flaky suite a few such names a night are chance;
+  each comes with its evidence ("passed 14 of the last 14 runs").
+- The run is *Regressed* only when the change is significant at `significance` (α) for the
+  whole run: α/2 for the run's failure count against the sum of the cases' predictive
+  distributions (a broad drop), α/2 for the cases one by one, Bonferroni over the cases
+  compared (one case that clearly broke).
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
+from proctor.evidence import expected_failures, failure_pmf, sum_tail, surprise
 from proctor.models.request import DEFAULT_SIGNIFICANCE
-from proctor.models.tables import EvalRun, RunStatus
-from proctor.storage.runs import metric_stats, pass_counts
+from proctor.models.tables import EvalRun
+from proctor.storage.history import DEFAULT_HISTORY_WINDOW, Counts, history_window, pass_counts_by_run
+from proctor.storage.runs import metric_stats
 
+# A failing case is named newly failing when its history gave this failure less than this
+# chance. 0.15: a case that passed its last 5 or more runs, failing now, is named (Beta(1, 1)
+# prior: 1/7 < 0.15); bench/alarms.py measures what it costs on a flaky suite.
+CASE_FLAG_LEVEL = 0.15
+# Fewer runs of history than this: the verdict says it is warming up (its tests are cautious).
+WARM_UP_RUNS = 5
 
-def fisher_one_sided(passed_before: int, runs_before: int, passed_after: int, runs_after: int) -> float:
-    """P-value of Fisher's exact test that the 'after' pass probability is lower.
-
-    The 2x2 table [[passed_before, failed_before], [passed_after, failed_after]] with fixed
-    margins: the probability, under equal pass probabilities, of `passed_after` passes or
-    fewer among the after runs (hypergeometric lower tail).
-    """
-    total_passed = passed_before + passed_after
-    total = runs_before + runs_after
-    denominator = math.comb(total, total_passed)
-    if denominator == 0:
-        return 1.0
-    low = max(0, total_passed - runs_before)
-    tail = sum(
-        math.comb(runs_after, k) * math.comb(runs_before, total_passed - k)
-        for k in range(low, passed_after + 1)
-    )
-    return min(1.0, tail / denominator)
+LABELS = ("newly_failing", "still_failing", "flaky", "fixed", "added", "removed")
+LABEL_NAMES = {
+    "newly_failing": "newly failing",
+    "still_failing": "still failing",
+    "flaky": "flaky",
+    "fixed": "fixed",
+    "added": "added",
+    "removed": "removed",
+    "passing": "passing",
+}
 
 
 @dataclass
@@ -60,23 +63,21 @@ class MetricChange:
 
 
 @dataclass
-class CaseChange:
-    """One case's pass counts on both sides and the p-value of a drop."""
+class CaseVerdict:
+    """One case's label and the evidence for it: tonight's passes, the window's, the run of
+    failures it is in, and how likely that was had nothing changed."""
 
     case_id: str
-    passed_before: int
-    runs_before: int
-    passed_after: int
-    runs_after: int
-    p_value: float
-
-    @property
-    def rate_before(self) -> float:
-        return self.passed_before / self.runs_before if self.runs_before else 0.0
-
-    @property
-    def rate_after(self) -> float:
-        return self.passed_after / self.runs_after if self.runs_after else 0.0
+    label: str
+    passed_now: int
+    attempts_now: int
+    passed_before: int = 0  # over the window
+    attempts_before: int = 0
+    runs_before: int = 0  # runs of the window that had the case
+    streak_runs: int = 0  # runs in a row (tonight's included) with no pass
+    p_value: float = 1.0
+    significant: bool = False
+    evidence: str = ""
 
 
 @dataclass
@@ -86,16 +87,22 @@ class Regression:
     pass_rate_before: float
     pass_rate_after: float
     newly_failing: list[str] = field(default_factory=list)
-    newly_passing: list[str] = field(default_factory=list)
+    still_failing: list[str] = field(default_factory=list)
+    flaky: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    cases: list[CaseVerdict] = field(default_factory=list)  # every labelled case, not the passing ones
     metrics: list[MetricChange] = field(default_factory=list)
-    changed_cases: list[CaseChange] = field(default_factory=list)
     repeated: bool = False
     significance: float = DEFAULT_SIGNIFICANCE
     significant_cases: list[str] = field(default_factory=list)
-    pooled_p_value: float = 1.0
+    broad_p_value: float = 1.0
+    expected_failures: float = 0.0
+    observed_failures: int = 0
     compared: int = 0
+    history_runs: int = 0
+    window: int = DEFAULT_HISTORY_WINDOW
 
     @property
     def pass_rate_delta(self) -> float:
@@ -103,18 +110,42 @@ class Regression:
 
     @property
     def regressed(self) -> bool:
-        if not self.repeated:
-            return bool(self.newly_failing)
-        return bool(self.significant_cases) or self.pooled_p_value < self.significance / 2
+        return bool(self.significant_cases) or self.broad_p_value < self.significance / 2
+
+    @property
+    def newly_passing(self) -> list[str]:
+        """The cases that pass again after being broken (the label's older name)."""
+        return self.fixed
+
+    @property
+    def warming_up(self) -> bool:
+        return self.history_runs < WARM_UP_RUNS
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {label: len(getattr(self, label)) for label in LABELS}
+
+    @property
+    def history_line(self) -> str:
+        """How much evidence the verdict had, said in every view."""
+        runs = f"{self.history_runs} earlier run{'s' if self.history_runs != 1 else ''}"
+        line = f"history: {runs} (window {self.window})"
+        if self.warming_up:
+            line += f"; warming up: under {WARM_UP_RUNS} runs the tests are cautious and can miss a change"
+        return line
 
     @property
     def method(self) -> str:
-        if not self.repeated:
-            return "one run per case: a case that passed in the baseline and fails now is a regression"
+        attempts = "attempt" if self.observed_failures == 1 else "attempts"
         return (
-            f"Fisher's exact test, one-sided, α = {self.significance:g} overall: the pooled pass counts "
-            f"at α/2 and each of {self.compared} cases at α/2/{self.compared} (Bonferroni)"
+            f"each case against its own history (Beta-Binomial, uniform prior), α = {self.significance:g}: "
+            f"{self.observed_failures} failed {attempts} where history expected {self.expected_failures:.1f} "
+            f"(p = {self.broad_p_value:.3g}, tested at α/2); each of {self.compared} cases at "
+            f"α/2/{self.compared} (Bonferroni)"
         )
+
+    def verdict(self, case_id: str) -> CaseVerdict | None:
+        return next((case for case in self.cases if case.case_id == case_id), None)
 
     def worst_metrics(self, limit: int = 5) -> list[MetricChange]:
         """The metrics whose mean score fell, largest drop first."""
@@ -125,7 +156,14 @@ class Regression:
         """JSON-ready, with the derived figures, for storing with the run."""
         data = asdict(self)
         data["baseline_id"], data["run_id"] = str(self.baseline_id), str(self.run_id)
-        data.update(pass_rate_delta=self.pass_rate_delta, regressed=self.regressed, method=self.method)
+        data.update(
+            pass_rate_delta=self.pass_rate_delta,
+            regressed=self.regressed,
+            method=self.method,
+            counts=self.counts,
+            history_line=self.history_line,
+            warming_up=self.warming_up,
+        )
         return data
 
     @classmethod
@@ -133,106 +171,224 @@ class Regression:
         fields = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         fields["baseline_id"], fields["run_id"] = uuid.UUID(data["baseline_id"]), uuid.UUID(data["run_id"])
         fields["metrics"] = [MetricChange(**m) for m in data.get("metrics", [])]
-        fields["changed_cases"] = [CaseChange(**c) for c in data.get("changed_cases", [])]
+        fields["cases"] = [CaseVerdict(**c) for c in data.get("cases", [])]
         return cls(**fields)
 
 
-def baseline_for(*, session: Session, run: EvalRun) -> EvalRun | None:
-    """The last completed run of the same suite, agent and variant before `run`."""
-    query = (
-        select(EvalRun)
-        .where(
-            EvalRun.suite_id == run.suite_id,
-            EvalRun.agent == run.agent,
-            EvalRun.status == RunStatus.COMPLETED,
-            EvalRun.id != run.id,
-            col(EvalRun.started_at) < run.started_at,
+def verdict_view(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored comparison (`eval_run.comparison`) as the reports show it: the counts of every
+    label, the listed cases per label with their evidence, each metric's mean before and after.
+    A comparison stored by an older Proctor (no labels, no history) shows what it has."""
+    if not data:
+        return None
+    cases = data.get("cases") or []
+    groups = [
+        {"label": label, "name": LABEL_NAMES[label], "cases": [c for c in cases if c.get("label") == label]}
+        for label in LABELS
+    ]
+    for group in groups:  # an older comparison: names only
+        if not group["cases"] and data.get(group["label"]):
+            group["cases"] = [
+                {"case_id": case, "evidence": "", "significant": False} for case in data[group["label"]]
+            ]
+    counts = data.get("counts") or {group["label"]: len(group["cases"]) for group in groups}
+    return {
+        "regressed": bool(data.get("regressed")),
+        "baseline_id": data.get("baseline_id"),
+        "pass_rate_before": data.get("pass_rate_before") or 0.0,
+        "pass_rate_after": data.get("pass_rate_after") or 0.0,
+        "pass_rate_delta": data.get("pass_rate_delta") or 0.0,
+        "history_line": data.get("history_line") or "history: the baseline run alone",
+        "method": data.get("method") or "",
+        "counts": counts,
+        "counts_line": " · ".join(f"{LABEL_NAMES[label]} {counts.get(label, 0)}" for label in LABELS),
+        "groups": [group for group in groups if group["cases"]],
+        "metrics": data.get("metrics") or [],
+        "significant": len(data.get("significant_cases") or []),
+    }
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'s' if count != 1 else ''}"
+
+
+def _evidence(case: CaseVerdict, repeated: bool, streak_before: tuple[int, int]) -> str:
+    unit = "attempts" if repeated else "runs"
+    chance = f"{case.p_value:.0%}" if case.p_value >= 0.01 else f"{case.p_value:.1g}"
+    if case.label == "added":
+        return "new: not in the history"
+    if case.label == "removed":
+        return "in the baseline, not in this run"
+    if case.label == "fixed":
+        return f"passes again after failing {_runs(case.streak_runs)} in a row"
+    if case.label == "flaky":
+        total = case.passed_before + case.passed_now, case.attempts_before + case.attempts_now
+        return f"passed {total[0]} of {total[1]} {unit}, tonight's included"
+    if case.label == "still_failing" and case.passed_before == 0:
+        if case.attempts_before == 1:
+            return f"failed the one {unit[:-1]} of the history too"
+        return f"failed all {case.attempts_before} {unit} of the history"
+    if case.streak_runs > 1:
+        passed, attempts = streak_before
+        text = f"failed the last {_runs(case.streak_runs)}; passed {passed} of {attempts} {unit} before"
+    else:
+        text = f"passed {case.passed_before} of the last {case.attempts_before} {unit}"
+    return f"{text} (a {chance} chance if nothing changed)"
+
+
+def judge(
+    history: list[Counts],
+    now: Counts,
+    *,
+    baseline_id: uuid.UUID,
+    run_id: uuid.UUID,
+    significance: float = DEFAULT_SIGNIFICANCE,
+    window: int = DEFAULT_HISTORY_WINDOW,
+    baseline: Counts | None = None,
+) -> Regression:
+    """The verdict from pass counts alone: `history` holds the window's runs oldest first, each
+    case -> (passed, attempts); `now` this run's. Pure, so bench/alarms.py can simulate it; the
+    database path (`compare_with_history`) calls exactly this."""
+    baseline = history[-1] if baseline is None and history else (baseline or {})
+    per_case: dict[str, list[tuple[int, int]]] = {}
+    for run in history:
+        for case_id, counts in run.items():
+            per_case.setdefault(case_id, []).append(counts)
+    common = [case_id for case_id in now if case_id in per_case]
+    per_case_level = significance / 2 / max(1, len(common))
+    repeated = any(n > 1 for _, n in now.values()) or any(n > 1 for run in history for _, n in run.values())
+    labelled: list[CaseVerdict] = []
+    pmfs: list[list[float]] = []
+    observed = 0
+    for case_id in sorted(now):
+        passed_now, attempts_now = now[case_id]
+        runs = per_case.get(case_id)
+        if not runs:
+            case = CaseVerdict(case_id, "added", passed_now, attempts_now)
+            case.evidence = _evidence(case, repeated, (0, 0))
+            labelled.append(case)
+            continue
+        passed_before = sum(k for k, _ in runs)
+        attempts_before = sum(n for _, n in runs)
+        pmfs.append(failure_pmf(attempts_now, passed_before, attempts_before - passed_before))
+        observed += attempts_now - passed_now
+        tonight = surprise(runs, (passed_now, attempts_now))
+        failed_now = passed_now < attempts_now
+        flagged = failed_now and tonight.p_value <= CASE_FLAG_LEVEL
+        last_k, last_n = runs[-1]
+        last_failed = last_k < last_n
+        flagged_before = (
+            last_failed and len(runs) > 1 and surprise(runs[:-1], runs[-1]).p_value <= CASE_FLAG_LEVEL
         )
-        .order_by(col(EvalRun.started_at).desc())
+        never_passed = passed_before == 0
+        if failed_now:
+            if flagged:
+                label = "still_failing" if flagged_before else "newly_failing"
+            else:
+                label = "still_failing" if never_passed else "flaky"
+        elif last_failed and (flagged_before or never_passed):
+            label = "fixed"
+        else:
+            continue  # passing, as before: not listed
+        streak = tonight.streak_runs
+        if label == "fixed":
+            streak = 0
+            for k, _n in reversed(runs):
+                if k > 0:
+                    break
+                streak += 1
+        case = CaseVerdict(
+            case_id,
+            label,
+            passed_now,
+            attempts_now,
+            passed_before=passed_before,
+            attempts_before=attempts_before,
+            runs_before=len(runs),
+            streak_runs=streak,
+            p_value=tonight.p_value if failed_now else 1.0,
+            significant=failed_now and tonight.p_value < per_case_level,
+        )
+        case.evidence = _evidence(case, repeated, (tonight.passed_before, tonight.attempts_before))
+        labelled.append(case)
+    for case_id in sorted(set(baseline) - set(now)):
+        case = CaseVerdict(case_id, "removed", 0, 0)
+        case.evidence = _evidence(case, repeated, (0, 0))
+        labelled.append(case)
+    # Most telling first: significant, then by how unlikely had nothing changed.
+    labelled.sort(key=lambda c: (not c.significant, c.p_value, c.case_id))
+    by_label = {label: [c.case_id for c in labelled if c.label == label] for label in LABELS}
+    return Regression(
+        baseline_id=baseline_id,
+        run_id=run_id,
+        pass_rate_before=_rate(baseline),
+        pass_rate_after=_rate(now),
+        **by_label,
+        cases=labelled,
+        repeated=repeated,
+        significance=significance,
+        significant_cases=[c.case_id for c in labelled if c.significant],
+        broad_p_value=sum_tail(pmfs, observed) if pmfs else 1.0,
+        expected_failures=round(expected_failures(pmfs), 3),
+        observed_failures=observed,
+        compared=len(common),
+        history_runs=len(history),
+        window=window,
     )
-    query = (
-        query.where(col(EvalRun.variant).is_(None))
-        if run.variant is None
-        else query.where(EvalRun.variant == run.variant)
-    )
-    return session.exec(query.limit(1)).first()
 
 
-def _rate(counts: dict[str, tuple[int, int]]) -> float:
+def _rate(counts: Counts) -> float:
     runs = sum(n for _, n in counts.values())
     return 100.0 * sum(k for k, _ in counts.values()) / runs if runs else 0.0
 
 
-def compare_counts(
-    before: dict[str, tuple[int, int]],
-    after: dict[str, tuple[int, int]],
-    *,
-    baseline_id: uuid.UUID,
-    run_id: uuid.UUID,
-    significance: float = DEFAULT_SIGNIFICANCE,
-) -> Regression:
-    """The comparison of per-case pass counts (k, n), without metric scores: pure, so its
-    false-alarm rate and power can be simulated (tests/test_regression.py)."""
-    common = sorted(set(before) & set(after))
-    all_passed = lambda k, n: n > 0 and k == n  # noqa: E731
-    changed = [
-        CaseChange(case, *before[case], *after[case], fisher_one_sided(*before[case], *after[case]))
-        for case in common
-        if before[case][0] * after[case][1] != after[case][0] * before[case][1]  # pass rates differ
+def metric_changes(*, session: Session, baseline_id: uuid.UUID, run_id: uuid.UUID) -> list[MetricChange]:
+    """Each metric's mean score in the baseline and now. Informational metrics (tool calls,
+    tokens, seconds: values without a verdict) are left out: their means are not scores, and
+    a change in them is not a regression."""
+    before = metric_stats(session=session, run_id=baseline_id)
+    after = metric_stats(session=session, run_id=run_id)
+    return [
+        MetricChange(
+            name, (before.get(name) or {}).get("avg_score"), (after.get(name) or {}).get("avg_score")
+        )
+        for name in sorted(set(before) | set(after))
+        if not (before.get(name) or {}).get("informational")
+        and not (after.get(name) or {}).get("informational")
     ]
-    drops = [change for change in changed if change.rate_after < change.rate_before]
-    repeated = any(n > 1 for _, n in before.values()) or any(n > 1 for _, n in after.values())
-    per_case = significance / 2 / max(1, len(common))
-    pooled = [sum(counts[case][i] for case in common) for counts in (before, after) for i in (0, 1)]
-    return Regression(
-        baseline_id=baseline_id,
-        run_id=run_id,
-        pass_rate_before=_rate(before),
-        pass_rate_after=_rate(after),
-        newly_failing=[c for c in common if all_passed(*before[c]) and not all_passed(*after[c])],
-        newly_passing=[c for c in common if not all_passed(*before[c]) and all_passed(*after[c])],
-        added=sorted(set(after) - set(before)),
-        removed=sorted(set(before) - set(after)),
-        changed_cases=changed,
-        repeated=repeated,
-        significance=significance,
-        significant_cases=[change.case_id for change in drops if change.p_value < per_case],
-        pooled_p_value=fisher_one_sided(*pooled) if common else 1.0,
-        compared=len(common),
-    )
 
 
-def compare_runs(
+def compare_with_history(
     *,
     session: Session,
-    baseline_id: uuid.UUID,
-    run_id: uuid.UUID,
+    run: EvalRun,
+    last: EvalRun | None = None,
+    window: int = DEFAULT_HISTORY_WINDOW,
     significance: float = DEFAULT_SIGNIFICANCE,
-) -> Regression:
-    """`compare_counts` on the two runs' pass counts, with each metric's mean score before and after.
-
-    Informational metrics (tool calls, tokens, seconds: values without a verdict) are left out:
-    their means are not scores, and a change in them is not a regression."""
-    regression = compare_counts(
-        pass_counts(session=session, run_id=baseline_id),
-        pass_counts(session=session, run_id=run_id),
-        baseline_id=baseline_id,
-        run_id=run_id,
+) -> Regression | None:
+    """`run` judged against its history window (ending at `last`, a pinned baseline, when given);
+    None when there is no history yet (the first run of a suite and agent)."""
+    runs = history_window(session=session, run=run, window=window, last=last)
+    if not runs:
+        return None
+    counts = pass_counts_by_run(session=session, run_ids=[r.id for r in runs] + [run.id])
+    baseline = runs[-1]
+    regression = judge(
+        [counts[r.id] for r in runs],
+        counts[run.id],
+        baseline_id=baseline.id,
+        run_id=run.id,
         significance=significance,
+        window=window,
     )
-    stats_before = metric_stats(session=session, run_id=baseline_id)
-    stats_after = metric_stats(session=session, run_id=run_id)
-    regression.metrics = [
-        MetricChange(
-            name,
-            (stats_before.get(name) or {}).get("avg_score"),
-            (stats_after.get(name) or {}).get("avg_score"),
-        )
-        for name in sorted(set(stats_before) | set(stats_after))
-        if not (stats_before.get(name) or {}).get("informational")
-        and not (stats_after.get(name) or {}).get("informational")
-    ]
+    regression.metrics = metric_changes(session=session, baseline_id=baseline.id, run_id=run.id)
     return regression
+
+
+def baseline_for(*, session: Session, run: EvalRun) -> EvalRun | None:
+    """The last completed run of the same suite, agent and variant before `run` (after any reset)."""
+    runs = history_window(session=session, run=run, window=1)
+    return runs[-1] if runs else None
 
 
 def record_comparison(
@@ -241,23 +397,27 @@ def record_comparison(
     run: EvalRun,
     pinned_baseline: uuid.UUID | None = None,
     significance: float = DEFAULT_SIGNIFICANCE,
+    window: int = DEFAULT_HISTORY_WINDOW,
 ) -> Regression | None:
-    """Compare `run` with its baseline (pinned, or found) and store the comparison on the run.
+    """Judge `run` against its history and store the verdict on the run.
 
-    Returns None when there is no baseline yet (the first run of a suite and agent).
+    Returns None when there is no history yet (the first run of a suite and agent).
     """
+    last = None
     if pinned_baseline is not None:
-        baseline = session.get(EvalRun, pinned_baseline)
-        if baseline is None:
+        last = session.get(EvalRun, pinned_baseline)
+        if last is None:
             raise LookupError(f"baseline run {pinned_baseline} is not in this database")
-    else:
-        baseline = baseline_for(session=session, run=run)
-    if baseline is None:
-        return None
-    regression = compare_runs(
-        session=session, baseline_id=baseline.id, run_id=run.id, significance=significance
+        if last.suite_id != run.suite_id:
+            raise ValueError(
+                f"baseline run {pinned_baseline} is a run of suite {last.suite_id!r}, not {run.suite_id!r}"
+            )
+    regression = compare_with_history(
+        session=session, run=run, last=last, window=window, significance=significance
     )
-    run.baseline_run_id = baseline.id
+    if regression is None:
+        return None
+    run.baseline_run_id = regression.baseline_id
     run.comparison = regression.to_dict()
     session.add(run)
     return regression

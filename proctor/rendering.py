@@ -71,6 +71,12 @@ def title(metric_name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _verdict_view(data: Any) -> Any:
+    from proctor.regression import verdict_view
+
+    return verdict_view(data)
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(
@@ -83,7 +89,13 @@ def environment() -> Environment:
         auto_reload=False,  # templates ship with the package: no stat() per case rendered
     )
     env.filters.update(
-        md=md_inline, code=md_code, json=to_json, seconds=seconds, title=title, measured=measured
+        md=md_inline,
+        code=md_code,
+        json=to_json,
+        seconds=seconds,
+        title=title,
+        measured=measured,
+        verdict=_verdict_view,
     )
     return env
 

@@ -23,6 +23,7 @@ from proctor.regression import DEFAULT_SIGNIFICANCE, Regression, record_comparis
 from proctor.reporting import ReportFiles, case_rows, summary_markdown, write_reports
 from proctor.reporting.comparison import Comparison, write_comparison
 from proctor.storage import get_engine
+from proctor.storage.history import DEFAULT_HISTORY_WINDOW
 from proctor.storage.runs import complete_run, finish_run
 
 
@@ -57,13 +58,18 @@ def compare_with_baseline(
     run_id: uuid.UUID,
     pinned_baseline: uuid.UUID | None = None,
     significance: float = DEFAULT_SIGNIFICANCE,
+    window: int = DEFAULT_HISTORY_WINDOW,
 ) -> Regression | None:
-    """Newly failing and passing cases, metric changes and a significance test, stored with the run."""
+    """The run judged against its suite's history (labels, evidence, verdict), stored with the run."""
     with Session(get_engine(database_url), expire_on_commit=False) as session:
         run = session.get(EvalRun, run_id)
         assert run is not None, f"no run {run_id}"
         regression = record_comparison(
-            session=session, run=run, pinned_baseline=pinned_baseline, significance=significance
+            session=session,
+            run=run,
+            pinned_baseline=pinned_baseline,
+            significance=significance,
+            window=window,
         )
         session.commit()
         return regression

@@ -25,6 +25,7 @@ from proctor.steps import (
     report_link,
     send_notification,
 )
+from proctor.storage.history import DEFAULT_HISTORY_WINDOW
 
 __all__ = [
     "compare_with_baseline",
@@ -43,14 +44,16 @@ async def compare_with_baseline_task(
     run_id: uuid.UUID,
     pinned_baseline: uuid.UUID | None = None,
     significance: float = DEFAULT_SIGNIFICANCE,
+    window: int = DEFAULT_HISTORY_WINDOW,
 ) -> Regression | None:
-    """Newly failing and passing cases, metric changes and a significance test, stored with the run."""
+    """The run judged against its suite's history (labels, evidence, verdict), stored with the run."""
     return await asyncio.to_thread(
         compare_with_baseline,
         database_url=database_url,
         run_id=run_id,
         pinned_baseline=pinned_baseline,
         significance=significance,
+        window=window,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from proctor.metrics.base import MetricContext
 from proctor.models.agentflow import ToolCall
 from proctor.models.case import Case, MetricSpec, Turn
 from proctor.models.outcome import AgentTurn
-from proctor.models.tables import EvalRun
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 from proctor.storage import get_engine
 
 
@@ -101,3 +102,71 @@ def echo_suite(folder: Path, *, name: str, cases: int, agent: str, fails: Callab
     path = folder / f"{name}.evalset.json"
     path.write_text(json.dumps(suite))
     return path
+
+
+def seed_run(
+    session: Session,
+    *,
+    outcomes: dict[str, list[bool]],
+    scores: dict[str, float] | None = None,
+    informational: dict[str, float] | None = None,
+    started: datetime,
+    status: RunStatus = RunStatus.COMPLETED,
+    agent: str = "agent.py:agent",
+    variant: str | None = None,
+    config: dict | None = None,
+) -> EvalRun:
+    """A run whose cases passed or failed as given, one bool per repeat (a suite of its own
+    per session, so tests sharing the PostgreSQL database never see each other's runs)."""
+    run = EvalRun(
+        suite_id=session.info["suite_id"],
+        suite_name="weather",
+        suite_path="weather.json",
+        source_format="native",
+        agent=agent,
+        variant=variant,
+        proctor_version="test",
+        status=status,
+        started_at=started,
+        config=config or {},
+        pass_rate=100.0 * sum(map(sum, outcomes.values())) / max(1, sum(map(len, outcomes.values()))),
+    )
+    session.add(run)
+    session.flush()
+    for case_id, repeats in outcomes.items():
+        for attempt, passed in enumerate(repeats):
+            row = CaseResultRow(
+                run_id=run.id,
+                case_id=case_id,
+                attempt=attempt,
+                state="passed" if passed else "failed",
+                passed=passed,
+                input="x",
+            )
+            session.add(row)
+            session.flush()
+            for name, score in (scores or {}).items():
+                session.add(
+                    MetricResultRow(
+                        run_id=run.id,
+                        case_result_id=row.id,
+                        case_id=case_id,
+                        metric_name=name,
+                        score=score,
+                        passed=passed,
+                    )
+                )
+            for name, value in (informational or {}).items():  # values without a verdict
+                session.add(
+                    MetricResultRow(
+                        run_id=run.id,
+                        case_result_id=row.id,
+                        case_id=case_id,
+                        metric_name=name,
+                        score=value,
+                        passed=True,
+                        informational=True,
+                    )
+                )
+    session.commit()
+    return run

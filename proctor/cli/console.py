@@ -93,32 +93,30 @@ def print_problems(error: Exception) -> None:
 
 
 def print_regression(change: Any) -> None:
+    """The verdict as the terminal shows it: the same labels, counts and evidence as the
+    reports and Slack (`proctor.regression.LABELS`)."""
     from rich.console import Console
+
+    from proctor.regression import LABEL_NAMES, LABELS
 
     console = Console(highlight=False)
     console.print(
         f"against baseline {str(change.baseline_id)[:8]}: pass rate {change.pass_rate_before:.1f}% -> "
-        f"{change.pass_rate_after:.1f}% ({change.pass_rate_delta:+.1f} points)"
+        f"{change.pass_rate_after:.1f}% ({change.pass_rate_delta:+.1f} points); {escape(change.history_line)}"
     )
-    for label, cases in (
-        ("newly failing", change.newly_failing),
-        ("newly passing", change.newly_passing),
-        ("only in the baseline", change.removed),
-        ("new cases", change.added),
-    ):
-        if cases:
-            console.print(f"{label}: {escape(', '.join(cases))}")
-    if change.repeated:
-        for case in change.changed_cases:
-            console.print(
-                f"  {escape(case.case_id)}: passed {case.passed_before}/{case.runs_before} -> "
-                f"{case.passed_after}/{case.runs_after} (p = {case.p_value:.3g})"
-            )
-        console.print(f"pooled pass counts: p = {change.pooled_p_value:.3g}")
+    counts = change.counts
+    console.print(" · ".join(f"{LABEL_NAMES[label]} {counts[label]}" for label in LABELS))
+    for label in LABELS:
+        listed = [case for case in change.cases if case.label == label]
+        for case in listed[:20]:
+            mark = " [bold red](significant)[/]" if case.significant else ""
+            console.print(f"  {LABEL_NAMES[label]}: {escape(case.case_id)} — {escape(case.evidence)}{mark}")
+        if len(listed) > 20:
+            console.print(f"  … and {len(listed) - 20} more {LABEL_NAMES[label]}")
     for metric in change.metrics:
         if metric.delta is not None:
             console.print(
                 f"  {escape(metric.name)}: {metric.before:.3f} -> {metric.after:.3f} ({metric.delta:+.3f})"
             )
-    verdict = "[bold red]regression[/]" if change.regressed else "[green]no regression[/]"
+    verdict = "[bold red]regressed[/]" if change.regressed else "[green]no regression[/]"
     console.print(f"{verdict} ({escape(change.method)})")

@@ -17,6 +17,7 @@ from proctor.cli.stored import (
     compare_command,
     history_command,
     report_command,
+    reset_history_command,
     schema_command,
     validate_command,
 )
@@ -89,6 +90,8 @@ def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return report_command(args)
     if args.command == "compare":
         return compare_command(args)
+    if args.command == "reset-history":
+        return reset_history_command(args)
     parser.print_help()
     return EXIT_BAD_INPUT
 

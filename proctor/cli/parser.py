@@ -60,13 +60,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--baseline",
         dest="baseline_run_id",
         metavar="RUN_ID",
-        help="compare with this run (default: the last completed run of the same suite and agent)",
+        help="judge against the history up to this run of the same suite (default: the last completed runs)",
     )
     run.add_argument(
         "--significance",
         type=float,
         default=0.05,
-        help="significance level of the regression test with --repeat (default 0.05)",
+        help="chance of a false 'regressed' verdict on a night when nothing changed (default 0.05)",
+    )
+    run.add_argument(
+        "--history-window",
+        type=int,
+        default=30,
+        metavar="K",
+        help="judge each case against its last K runs of this suite and agent (default 30)",
+    )
+    run.add_argument(
+        "--agent-version",
+        metavar="LABEL",
+        help="the agent's version: once a run of a new version exists, older versions' runs are not history",
     )
     run.add_argument(
         "--min-pass-rate",
@@ -127,7 +139,24 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a")
     compare.add_argument("run_b")
     compare.add_argument("--db", dest="database_url", help="results database URL")
-    compare.add_argument("--significance", type=float, default=0.05, help="of the test with repeats")
+    compare.add_argument("--significance", type=float, default=0.05, help="chance of a false 'regressed'")
+    compare.add_argument(
+        "--history-window",
+        type=int,
+        default=30,
+        metavar="K",
+        help="judge RUN_B against RUN_A and the runs before it, K in all (default 30; 1: RUN_A alone)",
+    )
+
+    reset = commands.add_parser(
+        "reset-history",
+        help="start a suite's history afresh (the agent changed): later verdicts ignore earlier runs",
+    )
+    reset.add_argument("suite_id", help="the suite id, as `history` shows it")
+    reset.add_argument("--agent", help="only this agent's history (default: every agent of the suite)")
+    reset.add_argument("--variant", help="only this variant's history")
+    reset.add_argument("--reason", help="why, kept with the reset")
+    reset.add_argument("--db", dest="database_url", help="results database URL")
 
     schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
     schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")

@@ -1,4 +1,5 @@
-"""Commands that read files or stored runs and run nothing: validate, schema, history, report, compare."""
+"""Commands that read files or stored runs and run nothing: validate, schema, history, report,
+compare; and reset-history, which marks where a suite's history starts again."""
 
 from __future__ import annotations
 
@@ -164,23 +165,32 @@ def _print_report(session: Any, run: Any, kind: str) -> None:
 
 
 def compare_command(args: argparse.Namespace) -> int:
+    """RUN_B judged as the nightly verdict judges a run: against RUN_A and the runs of RUN_A's
+    suite, agent and variant before it (`--history-window`; 1 compares with RUN_A alone)."""
     from sqlmodel import Session
 
-    from proctor.regression import compare_runs
+    from proctor.regression import compare_with_history
     from proctor.storage import default_database_url, get_engine
 
+    if args.history_window < 1:
+        print_problems(ValueError(f"--history-window expects 1 or more runs, got {args.history_window}"))
+        return EXIT_BAD_INPUT
     with Session(get_engine(args.database_url or default_database_url())) as session:
         try:
             baseline, run = find_run(session, args.run_a), find_run(session, args.run_b)
         except LookupError as error:
             print_problems(error)
             return EXIT_BAD_INPUT
-        change = compare_runs(
-            session=session, baseline_id=baseline.id, run_id=run.id, significance=args.significance
+        change = compare_with_history(
+            session=session,
+            run=run,
+            last=baseline,
+            window=args.history_window,
+            significance=args.significance,
         )
         different = baseline.suite_id != run.suite_id
         suites = f"{baseline.suite_id!r} and {run.suite_id!r}"
-    if not change.compared:
+    if change is None or not change.compared:
         print_problems(
             ValueError(
                 f"runs {args.run_a} and {args.run_b} share no case (suites {suites}): nothing to compare"
@@ -191,6 +201,39 @@ def compare_command(args: argparse.Namespace) -> int:
         print(f"different suites ({suites}): comparing the {change.compared} case(s) both ran")
     print_regression(change)
     return EXIT_FAILED if change.regressed else EXIT_PASSED
+
+
+def reset_history_command(args: argparse.Namespace) -> int:
+    """Later verdicts of the suite (and agent, and variant) read only runs started from now on."""
+    from sqlmodel import Session, select
+
+    from proctor.models.tables import EvalRun
+    from proctor.storage import default_database_url, get_engine
+    from proctor.storage.history import record_reset
+
+    with Session(get_engine(args.database_url or default_database_url())) as session:
+        if session.exec(select(EvalRun.id).where(EvalRun.suite_id == args.suite_id).limit(1)).first() is None:
+            print_problems(LookupError(f"no stored run of suite {args.suite_id!r} (see `proctor history`)"))
+            return EXIT_BAD_INPUT
+        reset = record_reset(
+            session=session,
+            suite_id=args.suite_id,
+            agent=args.agent,
+            variant=args.variant,
+            reason=args.reason,
+        )
+        session.commit()
+        whose = " · ".join(
+            part
+            for part in (
+                f"suite {args.suite_id}",
+                f"agent {args.agent}" if args.agent else "every agent",
+                f"variant {args.variant}" if args.variant else "",
+            )
+            if part
+        )
+        print(f"history reset at {reset.reset_at.isoformat()} for {whose}: later runs start a new history")
+    return EXIT_PASSED
 
 
 def schema_command(args: argparse.Namespace) -> int:

@@ -28,6 +28,8 @@ class FailingCase:
     reason: str
     response: str | None = None
     passes: tuple[int, int] | None = None  # with repeats: (k, n), passed k of n runs
+    label: str | None = None  # against the history: "newly failing", "flaky", ...
+    evidence: str | None = None
 
 
 @dataclass
@@ -100,6 +102,14 @@ def build_digest(
             if row.case_id not in {case.case_id for case in failing}:
                 failing.append(_failing(row, metrics, counts.get(row.case_id)))
         not_passed = len(counts)
+    if regression is not None:
+        from proctor.regression import LABEL_NAMES
+
+        verdicts = {case.case_id: case for case in regression.cases}
+        for case in failing:
+            verdict = verdicts.get(case.case_id)
+            if verdict is not None:
+                case.label, case.evidence = LABEL_NAMES[verdict.label], verdict.evidence
     return Digest(
         run_id=run.id,
         suite_name=run.suite_name,

@@ -73,7 +73,8 @@ def _headline(digest: Digest) -> str:
     else:
         icon = ":white_check_mark:"
     variant = f" ({digest.variant})" if digest.variant else ""
-    return f"{icon} {digest.suite_name} · {digest.agent}{variant}"
+    verdict = " · Regressed" if digest.regressed and digest.status == "completed" else ""
+    return f"{icon} {digest.suite_name} · {digest.agent}{variant}{verdict}"
 
 
 def _pass_rate(digest: Digest) -> str:
@@ -89,10 +90,11 @@ def _change_line(digest: Digest) -> str:
         return "no baseline yet"
     delta = regression.pass_rate_delta
     arrow = ":arrow_down:" if delta < 0 else ":arrow_up:" if delta > 0 else ":left_right_arrow:"
-    verdict = "*regression*" if regression.regressed else "no regression"
+    verdict = "*regressed*" if regression.regressed else "no regression"
     return (
         f"{arrow} {delta:+.1f} points vs baseline `{str(regression.baseline_id)[:8]}` "
-        f"({regression.pass_rate_before:.1f}% → {regression.pass_rate_after:.1f}%): {verdict}"
+        f"({regression.pass_rate_before:.1f}% → {regression.pass_rate_after:.1f}%): {verdict}\n"
+        f"{escape_mrkdwn(regression.history_line)}"
     )
 
 
@@ -100,7 +102,7 @@ def summary_text(digest: Digest) -> str:
     """The plain-text fallback (notifications, screen readers), also the webhook's `text`."""
     words = f"{digest.suite_name} · {digest.agent}: {_pass_rate(digest)}"
     if digest.regressed:
-        words += " — regression against the baseline"
+        words += " — regressed against its history"
     if digest.status != "completed":
         words += f" — run {digest.status}"
     if digest.run_id is None and digest.error:
@@ -108,33 +110,51 @@ def summary_text(digest: Digest) -> str:
     return escape_mrkdwn(words)
 
 
+def _case_line(case: Any) -> str:
+    mark = " *(significant)*" if case.significant else ""
+    return f"• {code(case.case_id)} — {escape_mrkdwn(case.evidence)}{mark}"
+
+
 def _regression_lines(digest: Digest, limit: int = 5) -> list[str]:
+    """What made the run regress: the significant cases, the metrics whose mean fell (by a
+    visible amount), and, for a broad drop, the failure count against what history expected.
+    Empty when the run did not regress: nothing is listed under "Regressions" then."""
     regression = digest.regression
-    if regression is None:
+    if regression is None or not regression.regressed:
         return []
-    lines: list[str] = []
-    drops = {change.case_id: change for change in regression.changed_cases}
-    # With repeats: the significant drops first, then every other newly failing case, each
-    # with its pass counts before and after and the p-value of the drop.
-    worst = regression.newly_failing
-    if regression.repeated:
-        significant = regression.significant_cases
-        worst = significant + [case for case in regression.newly_failing if case not in significant]
-    for case_id in worst[:limit]:
-        change = drops.get(case_id)
-        counts = (
-            f" ({change.passed_before}/{change.runs_before} → {change.passed_after}/{change.runs_after},"
-            f" p = {change.p_value:.3g})"
-            if change is not None and regression.repeated
-            else ""
+    lines = [_case_line(case) for case in regression.cases if case.significant][:limit]
+    if len(regression.significant_cases) > limit:
+        lines.append(f"• … and {len(regression.significant_cases) - limit} more")
+    if regression.broad_p_value < regression.significance / 2:
+        lines.append(
+            f"• {regression.observed_failures} failed attempts where history expected "
+            f"{regression.expected_failures:.1f} (p = {regression.broad_p_value:.2g})"
         )
-        lines.append(f"• {code(case_id)} newly failing{counts}")
-    if len(worst) > limit:
-        lines.append(f"• … and {len(worst) - limit} more")
     for metric in regression.worst_metrics(limit=3):
-        lines.append(f"• {code(metric.name)}: {metric.before:.2f} → {metric.after:.2f} ({metric.delta:+.2f})")
-    if regression.newly_passing:
-        lines.append(f"• {len(regression.newly_passing)} case(s) newly passing")
+        if round(metric.delta or 0.0, 2) < 0:
+            lines.append(
+                f"• {code(metric.name)}: {metric.before:.2f} → {metric.after:.2f} ({metric.delta:+.2f})"
+            )
+    return lines
+
+
+def _label_lines(digest: Digest, limit: int = 5) -> list[str]:
+    """Every label's count, then the newly failing cases with their evidence and the flaky ones
+    apart (never regressions)."""
+    from proctor.regression import LABEL_NAMES, LABELS
+
+    regression = digest.regression
+    if regression is None or not regression.cases:
+        return []
+    counts = regression.counts
+    lines = [" · ".join(f"{LABEL_NAMES[label]} {counts[label]}" for label in LABELS)]
+    for label, title in (("newly_failing", "Newly failing"), ("flaky", "Flaky (not regressions)")):
+        listed = [case for case in regression.cases if case.label == label]
+        if listed:
+            lines.append(f"*{title}*")
+            lines += [_case_line(case) for case in listed[:limit]]
+            if len(listed) > limit:
+                lines.append(f"• … and {len(listed) - limit} more")
     return lines
 
 
@@ -180,14 +200,17 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
         blocks.append(
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": _clip("*Worst regressions*\n" + "\n".join(lines))},
+                "text": {"type": "mrkdwn", "text": _clip("*Regressions*\n" + "\n".join(lines))},
             }
         )
-    if digest.regression is not None and digest.regression.repeated:
+    labels = _label_lines(digest)
+    if labels:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip("\n".join(labels))}})
+    if digest.regression is not None:
         blocks.append(
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": escape_mrkdwn(digest.regression.method)}],
+                "elements": [{"type": "mrkdwn", "text": _clip(escape_mrkdwn(digest.regression.method))}],
             }
         )
     if digest.totals is not None:
@@ -203,7 +226,9 @@ def failure_blocks(digest: Digest) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": header}}]
     for case in digest.failing[: MAX_BLOCKS - 2]:
         passes = f", passed {case.passes[0]} of {case.passes[1]}" if case.passes else ""
-        text = f"{code(case.case_id)} ({escape_mrkdwn(case.state)}{passes})\n{escape_mrkdwn(case.reason)}"
+        label = f", {case.label}: {case.evidence}" if case.label else ""
+        about = escape_mrkdwn(case.state + passes + label)
+        text = f"{code(case.case_id)} ({about})\n{escape_mrkdwn(case.reason)}"
         if case.response:
             text += f"\n>{escape_mrkdwn(case.response).replace(chr(10), chr(10) + '>')}"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(text)}})

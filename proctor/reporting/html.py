@@ -20,20 +20,23 @@ TREND_RUNS = 20
 
 
 def trend(*, session: Session, run: EvalRun) -> list[dict[str, object]]:
-    """Pass rates of the suite's last completed runs up to this one, oldest first."""
-    runs = session.exec(
+    """Pass rates of the suite's last completed runs before this one, oldest first, and this
+    run last: its report is written before it is stored as completed, and a trend without it
+    would show the night before as the latest point (a falling run drawing a rising chart)."""
+    earlier = session.exec(
         select(EvalRun)
         .where(
             EvalRun.suite_id == run.suite_id,
             EvalRun.status == RunStatus.COMPLETED,
+            EvalRun.id != run.id,
             col(EvalRun.started_at) <= run.started_at,
         )
         .order_by(col(EvalRun.started_at).desc())
-        .limit(TREND_RUNS)
+        .limit(TREND_RUNS - 1)
     ).all()
     return [
         {"id": str(r.id)[:8], "pass_rate": r.pass_rate or 0.0, "label": r.variant or r.agent}
-        for r in reversed(runs)
+        for r in [*reversed(earlier), run]
     ]
 
 

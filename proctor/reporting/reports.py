@@ -39,6 +39,7 @@ class ReportFiles:
     eval_report: Path
     html: Path
     junit: Path
+    verdict: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
         eval_report=directory / "eval_report.json",
         html=directory / "report.html",
         junit=directory / "junit.xml",
+        verdict=directory / "verdict.json",
     )
     temporary = [
         path.with_suffix(path.suffix + ".tmp") for path in (files.json, files.markdown, files.eval_report)
@@ -208,3 +210,23 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
         tmp.replace(final)
     files.html.write_text(html.html(session), encoding="utf-8")
     files.junit.write_text(junit.xml(), encoding="utf-8")
+    if files.verdict is not None:
+        files.verdict.write_text(verdict_json(run), encoding="utf-8")
+
+
+def verdict_json(run: EvalRun) -> str:
+    """The run's verdict against its history as JSON, beside report.json: the labels, their
+    counts and evidence, the run-level test. report.json is HoloDeck's `TestReport`, which
+    HoloDeck's own reader refuses with a key it does not know, so the verdict has a file of
+    its own rather than a key there."""
+    return to_json(
+        {
+            "run_id": str(run.id),
+            "suite_id": run.suite_id,
+            "agent": run.agent,
+            "variant": run.variant,
+            "baseline_run_id": str(run.baseline_run_id) if run.baseline_run_id else None,
+            "comparison": run.comparison,
+        },
+        indent=2,
+    )

@@ -155,7 +155,18 @@ def create_schema(engine: Engine) -> list[str]:
         if engine.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
         SQLModel.metadata.create_all(connection)
-        return add_missing_columns(connection)
+        added = add_missing_columns(connection)
+        add_missing_indexes(connection)
+        return added
+
+
+def add_missing_indexes(connection: Connection) -> None:
+    """Create the indexes newer Proctor versions added on tables an older one created
+    (`create_all` makes a table's indexes only with the table): the history reads of the
+    nightly verdict need them on a database that is years old as much as on a new one."""
+    for table in SQLModel.metadata.sorted_tables:
+        for index in table.indexes:
+            index.create(connection, checkfirst=True)
 
 
 def add_missing_columns(connection: Connection) -> list[str]:

@@ -135,6 +135,7 @@ def test_deployments_from_prefect_yaml_have_schedule_and_form(service: dict[str,
     for field in ("suite", "agent", "variants", "repeat", "min_pass_rate", "slack", "notify", "channel"):
         assert f'"{field}"' in request_schema, field
     assert nightly.parameters["request"]["slack"]["notify"] == "regression"
+    assert nightly.parameters["request"]["history_window"] == 30  # judged against its last 30 nights
 
 
 def test_nightly_run_on_a_worker_stores_results_compares_and_posts_to_slack(

@@ -48,9 +48,16 @@ def test_compare_names_the_regressions(two_runs, capsys) -> None:
     assert main(["compare", good, worse, "--db", url]) == EXIT_FAILED
     out = capsys.readouterr().out
     assert "pass rate 80.0% -> 0.0% (-80.0 points)" in out
-    assert "newly failing: basic_weather, greeting, paris_conversation, two_cities" in out
+    # One earlier run is little evidence about any one case (a pass, then a failure: 1 in 3),
+    # but five failures where history expected two are a drop of the whole run.
+    assert "newly failing 0 · still failing 1 · flaky 4 · fixed 0 · added 0 · removed 0" in out
+    assert "flaky: basic_weather — passed 1 of 2 runs, tonight's included" in out
+    assert "regressed" in out and "5 failed attempts where history expected 2.0" in out
     assert main(["compare", worse, good, "--db", url]) == EXIT_PASSED
-    assert "newly passing" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "fixed 4" in out and "fixed: basic_weather — passes again after failing 1 run in a row" in out
+    # A run judged against its own history ending at itself, or a window of none, is refused.
+    assert main(["compare", good, worse, "--db", url, "--history-window", "0"]) == 2
 
 
 def test_reports_of_a_stored_run_in_every_format(two_runs, capsys) -> None:

@@ -16,6 +16,7 @@ from proctor.models.notify import SlackSettings
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.storage import get_engine
 from tests.conftest import EXAMPLE_SUITE, ROOT
+from tests.factories import stored_run
 from tests.fakes.slack_server import FakeSlack
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -90,7 +91,8 @@ def test_repeats_a_a_rerun_and_a_real_regression(sqlite_url, tmp_path, broken_ag
     assert third.baseline_run_id is None  # another agent: no baseline of its own yet
     assert "regression" not in out.lower()
 
-    # Pinned against night 2, the broken agent's run is a regression, found by Fisher's test.
+    # Pinned against night 2, the broken agent's run is judged against the weather agent's
+    # history up to night 2 (12 of 12 attempts passed): a significant break.
     assert (
         run(
             sqlite_url,
@@ -109,20 +111,22 @@ def test_repeats_a_a_rerun_and_a_real_regression(sqlite_url, tmp_path, broken_ag
     fourth = runs(sqlite_url)[-1]
     comparison = fourth.comparison
     assert fourth.baseline_run_id == second.id and comparison["regressed"] is True
-    assert comparison["significant_cases"] == ["basic_weather"]
-    (change,) = [c for c in comparison["changed_cases"] if c["case_id"] == "basic_weather"]
-    assert (change["passed_before"], change["runs_before"], change["passed_after"], change["runs_after"]) == (
-        6,
-        6,
+    assert comparison["significant_cases"] == ["basic_weather"] and comparison["history_runs"] == 2
+    (case,) = [c for c in comparison["cases"] if c["case_id"] == "basic_weather"]
+    assert (case["label"], case["passed_before"], case["attempts_before"], case["passed_now"]) == (
+        "newly_failing",
+        12,
+        12,
         0,
-        6,
     )
-    assert change["p_value"] == pytest.approx(1 / 924)
-    assert "basic_weather" in out and "Fisher" in out
+    # P(6 of 6 fail | 12 of 12 passed, uniform prior) = 6! 13! / 19!
+    assert case["p_value"] == pytest.approx(720 / (14 * 15 * 16 * 17 * 18 * 19))
+    assert "newly failing: basic_weather — passed 12 of the last 12 attempts" in out and "significant" in out
     report = (tmp_path / "n4" / "report.md").read_text()
-    assert "**Regression**" in report and "| `basic_weather` | 6/6 | 0/6 | 0.00108 ⚠ |" in report
+    assert "**Regressed**" in report
+    assert "| `basic_weather` | newly failing ⚠ significant | passed 12 of the last 12 attempts" in report
     html = (tmp_path / "n4" / "report.html").read_text()
-    assert "basic_weather" in html
+    assert "basic_weather" in html and "newly failing (significant)" in html
 
     # `proctor compare` says the same from the stored runs.
     assert main(["compare", str(second.id), str(fourth.id), "--db", sqlite_url]) == EXIT_FAILED
@@ -132,6 +136,13 @@ def test_repeats_a_a_rerun_and_a_real_regression(sqlite_url, tmp_path, broken_ag
 def test_bad_baseline_and_repeat_values_are_input_errors(sqlite_url, tmp_path, capsys) -> None:
     assert run(sqlite_url, tmp_path, "--baseline", "deadbeef") == EXIT_BAD_INPUT
     assert "--baseline" in capsys.readouterr().err
+    other = stored_run(sqlite_url, suite_id="another-suite")
+    assert run(sqlite_url, tmp_path, "--baseline", str(other)) == EXIT_BAD_INPUT
+    err = " ".join(capsys.readouterr().err.split())
+    assert "is a run of suite 'another-suite'" in err and "a baseline must be a run of the same suite" in err
+    assert len(runs(sqlite_url)) == 1  # nothing was run
+    assert run(sqlite_url, tmp_path, "--history-window", "0") == EXIT_BAD_INPUT
+    assert "history_window" in capsys.readouterr().err
     assert run(sqlite_url, tmp_path, "--repeat", "0") == EXIT_BAD_INPUT
     assert "repeat" in capsys.readouterr().err
     assert run(sqlite_url, tmp_path, "--min-pass-rate", "150") == EXIT_BAD_INPUT

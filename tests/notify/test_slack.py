@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest, FailingCase
 from proctor.notify.slack import escape_mrkdwn, notify_slack, should_notify
-from proctor.regression import CaseChange, MetricChange, Regression
+from proctor.regression import CaseVerdict, MetricChange, Regression
 from tests.fakes.slack_server import FakeSlack
 
 TOKEN = "xoxb-sentinel-token-4242"
@@ -58,15 +58,35 @@ def digest(
     return Digest(regression=regression, **values)
 
 
-def regression(newly_failing: list[str], **fields) -> Regression:
+def regression(newly_failing: list[str], significant: bool = True, **fields) -> Regression:
+    """A verdict naming `newly_failing` (significant ones regress the run), as `judge` makes it."""
+    cases = [
+        CaseVerdict(
+            case,
+            "newly_failing",
+            0,
+            1,
+            passed_before=14,
+            attempts_before=14,
+            runs_before=14,
+            streak_runs=1,
+            p_value=0.0001,
+            significant=significant,
+            evidence="passed 14 of the last 14 runs (a 6% chance if nothing changed)",
+        )
+        for case in newly_failing
+    ]
     values = dict(
         baseline_id=BASELINE,
         run_id=uuid.uuid4(),
         pass_rate_before=100.0,
         pass_rate_after=80.0,
         newly_failing=newly_failing,
+        cases=cases,
+        significant_cases=newly_failing if significant else [],
         metrics=[MetricChange("exact_match", 1.0, 0.8), MetricChange("bleu", 0.5, 0.6)],
         compared=10,
+        history_runs=14,
     )
     values.update(fields)
     return Regression(**values)
@@ -106,8 +126,10 @@ def test_summary_then_failing_cases_in_its_thread(slack) -> None:
         and ":rotating_light:" in summary["blocks"][0]["text"]["text"]
     )
     assert "80.0% (8/10 passed, 2 failed, 0 errored)" in text
-    assert "-20.0 points vs baseline `12345678`" in text and "*regression*" in text
-    assert "`case_0` newly failing" in text
+    assert "-20.0 points vs baseline `12345678`" in text and "*regressed*" in text
+    assert "Regressed" in summary["blocks"][0]["text"]["text"] and "*Regressions*" in text
+    assert "`case_0` — passed 14 of the last 14 runs" in text and "*(significant)*" in text
+    assert "history: 14 earlier runs (window 30)" in text
     assert "`exact_match`: 1.00 → 0.80 (-0.20)" in text and "bleu" not in text  # only metrics that fell
     assert "<http://127.0.0.1:4200/runs/flow-run/abc|Prefect flow run>" in text
     assert "<https://reports.example/run/report.html|Report>" in text
@@ -129,13 +151,29 @@ def test_first_run_has_no_baseline(slack) -> None:
     assert "no baseline yet" in all_text(slack.messages()[0]["blocks"])
 
 
-def test_repeated_runs_show_pass_counts_p_values_and_the_test(slack) -> None:
-    change = CaseChange("case_0", 10, 10, 2, 10, p_value=0.0003)
-    stated = regression([], repeated=True, changed_cases=[change], significant_cases=["case_0"])
-    notify_slack(web_api(slack), digest(regression=stated))
+def test_flaky_failures_are_listed_apart_and_nothing_is_a_regression(slack) -> None:
+    flaky = CaseVerdict(
+        "case_1", "flaky", 0, 1, 9, 13, 13, 1, 0.3, False, "passed 9 of 14 runs, tonight's included"
+    )
+    quiet = regression(
+        ["case_0"], significant=False, flaky=["case_1"], metrics=[MetricChange("bleu", 0.5, 0.4999)]
+    )
+    quiet.cases.append(flaky)
+    notify_slack(web_api(slack), digest(failing=2, regression=quiet))
+    summary, reply = slack.messages()
+    text = all_text(summary["blocks"])
+    assert "no regression" in text and "Regressions" not in text and "-0.00" not in text
+    assert "newly failing 1 · still failing 0 · flaky 1 · fixed 0 · added 0 · removed 0" in text
+    assert "*Newly failing*" in text and "*Flaky (not regressions)*" in text
+    assert "`case_1` — passed 9 of 14 runs" in text
+    assert ":rotating_light:" not in summary["blocks"][0]["text"]["text"]
+
+
+def test_a_drop_of_the_whole_run_says_how_many_failed_against_what_history_expected(slack) -> None:
+    broad = regression([], broad_p_value=0.0004, observed_failures=31, expected_failures=14.2)
+    notify_slack(web_api(slack), digest(regression=broad))
     text = all_text(slack.messages()[0]["blocks"])
-    assert "`case_0` newly failing (10/10 → 2/10, p = 0.0003)" in text
-    assert "Fisher's exact test, one-sided, α = 0.05" in text
+    assert "*Regressions*" in text and "31 failed attempts where history expected 14.2 (p = 0.0004)" in text
 
 
 @pytest.mark.parametrize(
