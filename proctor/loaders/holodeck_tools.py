@@ -52,6 +52,19 @@ HOLODECK_IGNORES = {
     ),
 }
 
+# hierarchical_document fields HoloDeck 0.7.1 validates and never uses (its tool passes only
+# max_chunk_tokens, the domain and the depth to its chunker, only the semantic and keyword
+# weights to its hybrid search, and has no reranker, definition or cross-reference step).
+HIERARCHICAL_IGNORES = {
+    "chunking_strategy": "HoloDeck's chunker always splits by structure",
+    "chunk_overlap": "HoloDeck's structured chunker takes no overlap",
+    "exact_weight": "HoloDeck's hybrid search fuses only the semantic and keyword rankings",
+    "extract_definitions": "HoloDeck extracts no definitions at search time",
+    "extract_cross_references": "HoloDeck extracts no cross-references",
+    "enable_reranking": "HoloDeck has no reranking step",
+    "reranker_model": "HoloDeck has no reranking step",
+}
+
 
 def entry_line(file: str, index: int, key: str | None = None) -> int | None:
     """The line of `tools[index]` in `file` (its `- ` item under `tools:`), or of `key` inside it."""
@@ -193,6 +206,16 @@ def _hierarchical_findings(
     warnings: list[str],
     where: str,
 ) -> list[Problem]:
+    for key, why in HIERARCHICAL_IGNORES.items():
+        if key in raw:
+            warnings.append(f"{where}: {key} has no effect ({why}); Proctor does the same")
+    database = tool.database
+    if not isinstance(database, str) and database is not None and database.provider == "qdrant":
+        warnings.append(
+            f"{where}: with a qdrant database HoloDeck runs the keyword half of hybrid search inside "
+            "Qdrant; Proctor ranks keywords with the in-memory BM25 index, as for every other store, so "
+            "the fused ranking may differ from HoloDeck's"
+        )
     problems = _source_findings(file, index, tool.source)
     problems += _database_findings(file, index, tool.database, warnings, where)
     if tool.keyword_index is not None and tool.keyword_index.provider == "opensearch":

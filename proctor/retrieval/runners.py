@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from proctor.agents.tools.runner import ToolCallError, ToolContext, ToolOpenError
 from proctor.models.holodeck_tools import HierarchicalDocumentTool, VectorstoreTool
+from proctor.retrieval.context import ContextGenerator
 from proctor.retrieval.embeddings import (
     Embedder,
     EmbeddingError,
@@ -77,10 +78,11 @@ def agent_embedder(tool: Any, context: ToolContext) -> tuple[Embedder, int | Non
             f"tool {tool.name!r}: PROCTOR_EMBEDDINGS=local embeds with all-MiniLM-L6-v2 instead of "
             f"{name!r}: scores and rankings are not the ones HoloDeck's model gives"
         )
-    explicit = getattr(tool, "embedding_dimensions", None)
-    if local:
-        return LocalEmbedder(), explicit
-    return OpenAIEmbedder(provider, model), expected_dimensions(explicit, model)
+    embedder: Embedder = LocalEmbedder() if local else OpenAIEmbedder(provider, model)
+    if not isinstance(tool, VectorstoreTool):
+        return embedder, None  # HoloDeck checks the length for vectorstore tools only
+    explicit = tool.embedding_dimensions
+    return embedder, explicit if local else expected_dimensions(explicit, model)
 
 
 def search_schema(tool: Any) -> dict[str, Any]:
@@ -122,5 +124,51 @@ class VectorstoreRunner:
         self.index.close()
 
 
-def vectorstore_runner(entry: Mapping[str, Any], context: ToolContext) -> VectorstoreRunner:
-    return VectorstoreRunner(entry, context)
+def context_generator(tool: HierarchicalDocumentTool, context: ToolContext) -> ContextGenerator | None:
+    """Who writes the chunks' contexts, by HoloDeck's precedence: the tool's `context_model`;
+    for an Anthropic agent, its own model (HoloDeck uses the Claude Agent SDK there; Proctor
+    the same prompt through Anthropic's OpenAI-compatible endpoint, and says so); else nobody,
+    and chunks are embedded as they are."""
+    if not tool.contextual_embeddings:
+        return None
+    if tool.context_model is not None:
+        model = tool.context_model
+    elif context.model.provider == "anthropic":
+        model = context.model
+        context.warn(
+            f"tool {tool.name!r}: chunk contexts are written by the agent's Anthropic model with HoloDeck's "
+            "prompt through Anthropic's OpenAI-compatible endpoint (HoloDeck uses the Claude Agent SDK)"
+        )
+    else:
+        return None
+    return ContextGenerator(model, tool.context_max_tokens, tool.context_concurrency, context.warn)
+
+
+class HierarchicalDocumentRunner:
+    def __init__(self, entry: Mapping[str, Any], context: ToolContext) -> None:
+        from proctor.retrieval.hierarchical import HierarchicalIndex
+
+        self.tool: HierarchicalDocumentTool = validated(HierarchicalDocumentTool, entry)
+        embedder, dimensions = agent_embedder(self.tool, context)
+        generator = context_generator(self.tool, context)
+        self.index = HierarchicalIndex(
+            self.tool, context.base_dir, embedder, dimensions, generator, context.warn
+        )
+
+    async def open(self) -> None:
+        try:
+            await self.index.build()
+        except (SourceError, EmbeddingError, ValueError, OSError) as error:
+            raise ToolOpenError(f"hierarchical_document tool {self.tool.name!r}: {error}") from None
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [search_schema(self.tool)]
+
+    async def call(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
+        try:
+            return await self.index.search(str(args.get("query", "")))
+        except EmbeddingError as error:
+            raise ToolCallError(f"hierarchical_document tool {self.tool.name!r}: {error}") from None
+
+    async def aclose(self) -> None:
+        self.index.close()

@@ -27,9 +27,16 @@ def _mcp(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
     return mcp_runner(entry, context)
 
 
+def _hierarchical_document(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
+    from proctor.retrieval.runners import HierarchicalDocumentRunner
+
+    return HierarchicalDocumentRunner(entry, context)
+
+
 RUNNERS: dict[str, RunnerFactory] = {
     "vectorstore": _vectorstore,
     "mcp": _mcp,
+    "hierarchical_document": _hierarchical_document,
 }
 
 # HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
