@@ -192,10 +192,21 @@ def components(turns: list[dict[str, Any]]) -> list[UiComponent]:
     return shown
 
 
+def _in_evaluator_order(metrics: list[MetricResultRow], order: list[str] | None) -> list[MetricResultRow]:
+    """The metric rows in the dataset's evaluator order (rows come back from the database in no
+    set order); rows stored before the order was kept stay as they are."""
+    if not order:
+        return metrics
+    position = {name: index for index, name in enumerate(order)}
+    return sorted(metrics, key=lambda metric: position.get(metric.metric_name, len(order)))
+
+
 def vanna_result(row: CaseResultRow, metrics: list[MetricResultRow], run: EvalRun) -> TestCaseResult:
-    """Vanna's `TestCaseResult`: the agent's result and one `EvaluationResult` per metric."""
+    """Vanna's `TestCaseResult`: the agent's result and one `EvaluationResult` per metric, in the
+    dataset's evaluator order."""
     agent_error = next((turn.get("error") for turn in row.turns if turn.get("error")), None)
     source = getattr(row, "vanna_case", None) or {}
+    metrics = _in_evaluator_order(metrics, source.get("evaluators"))
     expected = source.get("expected_outcome")
     test_case = TestCase(
         id=row.case_id,

@@ -64,6 +64,8 @@ def vanna_case(case: Case) -> dict[str, Any]:
         "expected_outcome": case.metadata.get("expected_outcome"),  # {} (stated, empty) is not None
         "conversation_id": case.session.thread_id,
         "metadata": metadata,
+        # the evaluators in the dataset's order, the order Vanna lists (and sums) their results in
+        "evaluators": [spec.label or spec.name for spec in case.metrics if spec.enabled],
     }
 
 
