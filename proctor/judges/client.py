@@ -9,6 +9,7 @@ keeps its raw text for the report.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import time
@@ -28,6 +29,9 @@ class JudgeError(RuntimeError):
         super().__init__(message)
         self.retry_after = retry_after
         self.raw = raw
+        # A reply that came back unusable (no choices, say) is still paid for: its tokens,
+        # kept so the metric's spending counts them (`Judge._complete`).
+        self.reply: JudgeReply | None = None
 
 
 class JudgeReplyError(JudgeError):
@@ -204,13 +208,18 @@ class JudgeClient:
             raw = error.doc if isinstance(error, json.JSONDecodeError) else None
             raise JudgeReplyError(f"judge reply body is not JSON: {error}", raw=raw) from None
         latency_ms = (time.perf_counter() - started) * 1000
-        text = _completion_text(completion)
-        usage = completion.usage
+        usage = getattr(completion, "usage", None)
+        answered = getattr(completion, "model", None)
         reply = JudgeReply(
-            text=text,
-            model=completion.model if isinstance(completion.model, str) and completion.model else model,
+            text="",
+            model=answered if isinstance(answered, str) and answered else model,
             prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
             completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
             latency_ms=latency_ms,
         )
-        return reply
+        try:
+            text = _completion_text(completion)
+        except JudgeReplyError as error:
+            error.reply = reply
+            raise
+        return dataclasses.replace(reply, text=text)

@@ -227,6 +227,17 @@ class Judge:
     ) -> Any:
         """One call to the judge model, inside the model-call slot when a limit is set; without
         `options` it asks for JSON (Proctor's own prompts)."""
+        try:
+            return await self._call(messages, temperature, options)
+        except JudgeReplyError as error:
+            ledger = spending.get()
+            if error.reply is not None and ledger is not None:  # an unusable reply is paid for too
+                ledger.add(error.reply)
+            raise
+
+    async def _call(
+        self, messages: list[dict[str, Any]], temperature: float | None, options: CallOptions | None
+    ) -> Any:
         return await call_in_slot(
             self.gate,
             lambda: self.client.complete(

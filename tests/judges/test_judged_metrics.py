@@ -112,6 +112,15 @@ def test_unusable_replies_are_errors(api: FakeOpenAI, reply, message: str) -> No
         assert result.details["raw_reply"] == reply
 
 
+def test_a_reply_with_no_choices_is_paid_for_as_the_server_counted_it(api: FakeOpenAI) -> None:
+    api.script(Fault.empty_choices(), judged(4))
+    result = _score(api, MetricSpec(name="llm_judge", retry_on_failure=1))
+    sent = api.usage_sent
+    assert result.score == 0.75 and result.judge_calls == 2 == len(sent)
+    assert result.prompt_tokens == sum(u["prompt_tokens"] for u in sent) > sent[1]["prompt_tokens"]
+    assert result.completion_tokens == sum(u["completion_tokens"] for u in sent)
+
+
 def test_rubrics_combine_as_the_weighted_mean(api: FakeOpenAI) -> None:
     api.script(
         json.dumps({"rubrics": [{"name": "helpfulness", "score": 5}, {"name": "clarity", "score": 2}]})
