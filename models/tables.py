@@ -77,6 +77,12 @@ class EvalRun(SQLModel, table=True):
     # `proctor resume` of a live run is refused (`proctor.storage.lease`).
     owner: str | None = None
     heartbeat_at: datetime | None = _timestamp(nullable=True)
+    # What the run's cost is computed from, so it reads the same whoever reads it later: the
+    # agent's model when Proctor knows it (an `openai:` agent's), and the prices per million
+    # tokens (input, output) of every model the run used, as they were when its cases ended
+    # (`proctor.costs`). None for runs stored before they were kept: priced with today's table.
+    agent_model: str | None = None
+    prices: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
     @property
     def reported_status(self) -> str:

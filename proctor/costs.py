@@ -4,8 +4,13 @@ The cost comes from the price table of the `cost` metric (US dollars per million
 prices); `PROCTOR_PRICES` may name a JSON file `{"model": [input, output]}` that adds to or
 overrides it. A model the table does not know makes the estimate "unknown",
 never 0: a total that silently leaves out an unpriced model would read as cheaper than it was.
-The agent's model is not known to Proctor (any callable can be an agent), so agent tokens are
-counted but priced only when there are none.
+The agent's model is known for an `openai:` agent (its `model.name`, stored on the run); any
+other agent's tokens are counted but priced only when there are none.
+
+The prices a run used are stored with it when its cases end (`EvalRun.prices`), and every later
+reading prices it from those: a run reads the same cost in every report, whoever reads it and
+whatever their `PROCTOR_PRICES`. Runs stored before prices were kept are priced with the table
+of the reader.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from proctor.models.tables import CaseResultRow, MetricResultRow
+from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 
 PRICES_ENV = "PROCTOR_PRICES"
 
@@ -41,10 +46,10 @@ def _extra_prices(path: str) -> dict[str, tuple[float, float]]:
     return {str(model): (float(pair[0]), float(pair[1])) for model, pair in data.items()}
 
 
-def price_of(model: str) -> tuple[float, float] | None:
-    """The model's (input, output) price per million tokens; a dated snapshot name
-    (`gpt-4o-mini-2024-07-18`) is priced as its model. None when unknown."""
-    table = _table()
+def price_of(model: str, table: dict[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
+    """The model's (input, output) price per million tokens, from `table` (else today's); a
+    dated snapshot name (`gpt-4o-mini-2024-07-18`) is priced as its model. None when unknown."""
+    table = _table() if table is None else table
     if model in table:
         return table[model]
     prefixes = [name for name in table if model.startswith(name + "-")]
@@ -99,20 +104,22 @@ class RunTotals:
         }
 
 
-def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
-    """The run's totals, from SQL aggregates (no row is loaded)."""
-    agent_prompt, agent_completion = session.exec(
-        select(
-            func.coalesce(func.sum(CaseResultRow.prompt_tokens), 0),
-            func.coalesce(func.sum(CaseResultRow.completion_tokens), 0),
-        ).where(CaseResultRow.run_id == run_id)
-    ).one()
-    totals = RunTotals(agent_prompt_tokens=int(agent_prompt), agent_completion_tokens=int(agent_completion))
-    cost = 0.0
-    unpriced: list[str] = []
-    if totals.agent_tokens:
-        unpriced.append("the agent's model")
-    by_model = session.exec(
+def agent_model_of(agent: str) -> str | None:
+    """The model an agent target calls, when Proctor can know it: an `openai:` agent's."""
+    if not agent.startswith("openai:"):
+        return None
+    try:
+        from proctor.agents.targets import load_target
+
+        config = getattr(load_target(agent), "config", None)
+    except Exception:  # the run itself reports an agent that does not load
+        return None
+    model = getattr(getattr(config, "model", None), "name", None)
+    return model if isinstance(model, str) and model else None
+
+
+def _judge_models(session: Session, run_id: uuid.UUID) -> list[tuple[str | None, int, int, int, int, int]]:
+    return session.exec(  # type: ignore[return-value]
         select(
             MetricResultRow.model_used,
             func.coalesce(func.sum(MetricResultRow.prompt_tokens), 0),
@@ -126,7 +133,42 @@ def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
         .where(MetricResultRow.run_id == run_id)
         .group_by(MetricResultRow.model_used)
     ).all()
-    for model, prompt, completion, saved, calls, cached in by_model:
+
+
+def prices_used(*, session: Session, run: EvalRun) -> dict[str, list[float]]:
+    """The prices the run's models have now (its agent's and its judges'), to store with it;
+    a model with no price is left out, so it reads as unknown later too."""
+    models = [model for model, *_ in _judge_models(session, run.id) if model and "," not in model]
+    if run.agent_model:
+        models.append(run.agent_model)
+    table = _table()
+    prices = {model: price_of(model, table) for model in models}
+    return {model: list(price) for model, price in sorted(prices.items()) if price is not None}
+
+
+def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
+    """The run's totals, from SQL aggregates (no row is loaded), priced as the run stored them."""
+    run = session.get(EvalRun, run_id)
+    table = _table()
+    if run is not None and run.prices is not None:
+        table = {str(model): (float(pair[0]), float(pair[1])) for model, pair in run.prices.items()}
+    agent_prompt, agent_completion = session.exec(
+        select(
+            func.coalesce(func.sum(CaseResultRow.prompt_tokens), 0),
+            func.coalesce(func.sum(CaseResultRow.completion_tokens), 0),
+        ).where(CaseResultRow.run_id == run_id)
+    ).one()
+    totals = RunTotals(agent_prompt_tokens=int(agent_prompt), agent_completion_tokens=int(agent_completion))
+    cost = 0.0
+    unpriced: list[str] = []
+    if totals.agent_tokens:
+        agent_model = run.agent_model if run is not None else None
+        price = price_of(agent_model, table) if agent_model else None
+        if price is None:
+            unpriced.append(agent_model or "the agent's model")
+        else:
+            cost += (totals.agent_prompt_tokens * price[0] + totals.agent_completion_tokens * price[1]) / 1e6
+    for model, prompt, completion, saved, calls, cached in _judge_models(session, run_id):
         totals.judge_prompt_tokens += int(prompt)
         totals.judge_completion_tokens += int(completion)
         totals.judge_saved_tokens += int(saved)
@@ -134,7 +176,7 @@ def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
         totals.cached_judge_calls += int(cached)
         if not (prompt or completion):
             continue
-        price = price_of(model or "") if model and "," not in model else None
+        price = price_of(model or "", table) if model and "," not in model else None
         if price is None:
             unpriced.append(model or "an unnamed judge model")
         else:

@@ -23,6 +23,7 @@ from sqlmodel import Session
 from proctor import __version__, progress
 from proctor.chunking import Chunk, auto_chunk_size, chunked
 from proctor.collection import fewer_collections
+from proctor.costs import agent_model_of
 from proctor.loaders import Problem, SuiteError, slug
 from proctor.models.case import Case, Suite
 from proctor.models.notify import SlackSettings
@@ -219,6 +220,7 @@ async def run_suite(
             suite_path=suite.path,
             source_format=suite.source_format,
             agent=variant.agent if variant else request.agent or suite.agent or agent,
+            agent_model=agent_model_of(agent),
             variant=variant.name if variant else None,
             config=request.for_storage()
             | {"metrics": sorted({spec.name for case in cases for spec in case.metrics})},

@@ -16,6 +16,7 @@ from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from proctor.costs import prices_used
 from proctor.models.outcome import CaseState
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
 
@@ -65,6 +66,7 @@ def finish_run(
     run.pass_rate = (100.0 * counts["passed"] / counts["total"]) if counts["total"] else None
     if report_dir is not None:
         run.report_dir = report_dir
+    run.prices = prices_used(session=session, run=run)  # read back the same by every later reader
     session.add(run)
     return run
 

@@ -123,3 +123,41 @@ def test_a_priced_run_has_a_cost_and_an_unpriced_one_never_shows_zero(
     expected = (spent["prompt_tokens"] * 1.0 + spent["completion_tokens"] * 2.0) / 1_000_000
     assert totals.cost_usd == pytest.approx(expected) and totals.cost_usd > 0
     assert totals.cost_text == f"${expected:.4f}"
+
+
+def _answer_as_agent_or_judge(body: dict) -> str:
+    return "Doors open at nine." if body["model"] == "agent-model" else judged(5, "same")
+
+
+def test_an_openai_agents_run_is_priced_with_the_prices_it_ran_with(
+    tmp_path: Path, sqlite_url: str, capsys, monkeypatch
+) -> None:
+    (tmp_path / "agent.yaml").write_text(SUITE)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"agent-model": [2.0, 4.0], "judge-model": [1.0, 2.0]}))
+    monkeypatch.setenv("PROCTOR_PRICES", str(prices))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeOpenAI(default=_answer_as_agent_or_judge) as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
+        (tmp_path / "bot.yaml").write_text(
+            f'name: bot\nmodel: {{name: agent-model, endpoint: "{api.base_url}", api_key: "${{OPENAI_API_KEY}}"}}\n'
+        )
+        args = ["run", str(tmp_path / "agent.yaml"), "--agent", f"openai:{tmp_path / 'bot.yaml'}"]
+        main([*args, "--db", sqlite_url, "--no-progress", "--output", str(tmp_path / "r")])
+        sent = list(zip([c["body"]["model"] for c in api.completions], api.usage_sent, strict=True))
+    rates = {"agent-model": (2.0, 4.0), "judge-model": (1.0, 2.0)}
+    expected = (
+        sum(u["prompt_tokens"] * rates[m][0] + u["completion_tokens"] * rates[m][1] for m, u in sent) / 1e6
+    )
+    assert {model for model, _ in sent} == {"agent-model", "judge-model"}
+    assert f"estimated cost ${expected:.4f}" in " ".join(capsys.readouterr().out.split())
+    run = _latest(sqlite_url)
+    assert run.agent_model == "agent-model" and run.prices == {k: list(v) for k, v in rates.items()}
+
+    prices.write_text(json.dumps({"agent-model": [900.0, 900.0]}))  # the reader's prices differ
+    for readers_prices in (str(prices), None):
+        if readers_prices is None:
+            monkeypatch.delenv("PROCTOR_PRICES")
+        with Session(get_engine(sqlite_url)) as session:
+            totals = run_totals(session=session, run_id=run.id)
+        assert totals.cost_usd == pytest.approx(expected) and totals.cost_text == f"${expected:.4f}"

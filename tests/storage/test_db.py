@@ -153,6 +153,8 @@ def test_an_older_postgres_database_is_upgraded_once_by_concurrent_starts(postgr
         SQLModel.metadata.create_all(old)
         with old.begin() as connection:
             connection.execute(text("ALTER TABLE metric_result DROP COLUMN informational"))
+            connection.execute(text("ALTER TABLE eval_run DROP COLUMN agent_model"))
+            connection.execute(text("ALTER TABLE eval_run DROP COLUMN prices"))
         old.dispose()
         results: list[object] = []
 
@@ -170,7 +172,8 @@ def test_an_older_postgres_database_is_upgraded_once_by_concurrent_starts(postgr
             thread.start()
         for thread in threads:
             thread.join()
-        assert sorted(map(str, results)) == ["['metric_result.informational']", "[]", "[]", "[]"]
+        added = "['eval_run.agent_model', 'eval_run.prices', 'metric_result.informational']"
+        assert sorted(map(str, results)) == sorted(["[]", "[]", "[]", added])
     finally:
         with psycopg.connect(admin, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
