@@ -132,7 +132,7 @@ def load_vanna(path: Path, document: Any) -> Suite:
         metadata = {}
     problems += agent_problems(str(path), metadata.get("agent"), f"{where}metadata.agent")
     cases: list[Case] = []
-    warnings: list[str] = []
+    test_cases: list[TestCase] = []
     for index, raw in enumerate(raw_cases):
         try:
             test_case = TestCase.model_validate(with_vanna_user(raw))
@@ -152,7 +152,7 @@ def load_vanna(path: Path, document: Any) -> Suite:
             if key in test_case.metadata
         ]
         cases.append(case_from_vanna(test_case, evaluators))
-        warnings += _case_warnings(str(path), test_case, evaluators)
+        test_cases.append(test_case)
     if not body.get("test_cases"):
         problems.append(Problem(str(path), prefix, "at least one test case is required"))
     name = str(body.get("name") or path.stem)
@@ -171,27 +171,45 @@ def load_vanna(path: Path, document: Any) -> Suite:
         cases=cases,
         agent=metadata.get("agent"),
         metadata=metadata,
-        warnings=warnings,
+        warnings=_dataset_warnings(str(path), test_cases, evaluators),
     )
 
 
-def _case_warnings(file: str, test_case: TestCase, evaluators: list[MetricSpec]) -> list[str]:
-    """What a user reading Vanna's design document would not expect: a case without an outcome
-    passes by default (Vanna's code), and component bounds do not change Vanna's verdict."""
+def _dataset_warnings(file: str, test_cases: list[TestCase], evaluators: list[MetricSpec]) -> list[str]:
+    """What a user reading Vanna's design document would not expect: cases without an outcome
+    pass by default (Vanna's code), and component bounds do not change Vanna's verdict."""
     warnings = []
-    outcome = test_case.expected_outcome
-    if outcome is None and any(spec.name in VANNA_OUTCOME_EVALUATORS for spec in evaluators):
+    reads_outcome = any(spec.name in VANNA_OUTCOME_EVALUATORS for spec in evaluators)
+    unstated = [case.id for case in test_cases if case.expected_outcome is None]
+    if unstated and reads_outcome:
         warnings.append(
-            f"{file}: case {test_case.id!r} has no expected_outcome: Vanna's evaluators pass it by "
-            "default (1.0 each), as Vanna 2.0.2 does"
+            f"{file}: {_cases(unstated)} no expected_outcome: Vanna's evaluators pass "
+            f"{'it' if len(unstated) == 1 else 'them'} by default (1.0 each), as Vanna 2.0.2 does"
         )
-    if outcome is not None and (outcome.min_components is not None or outcome.max_components is not None):
+    bounded = [
+        case.id
+        for case in test_cases
+        if case.expected_outcome is not None
+        and (
+            case.expected_outcome.min_components is not None
+            or case.expected_outcome.max_components is not None
+        )
+    ]
+    if bounded:
         warnings.append(
-            f"{file}: case {test_case.id!r}: Vanna 2.0.2's EfficiencyEvaluator does not check "
-            "min_components/max_components; Proctor reports them apart as proctor_component_bounds, "
-            "without a verdict"
+            f"{file}: {_cases(bounded)} min_components/max_components, which Vanna 2.0.2's "
+            "EfficiencyEvaluator does not check; Proctor reports them apart as "
+            "proctor_component_bounds, without a verdict"
         )
     return warnings
+
+
+def _cases(ids: list[str]) -> str:
+    """`case 'a' has` / `3 cases ('a', 'b', 'c') have`, at most five ids named."""
+    if len(ids) == 1:
+        return f"case {ids[0]!r} has"
+    named = ", ".join(repr(case_id) for case_id in ids[:5]) + (", ..." if len(ids) > 5 else "")
+    return f"{len(ids)} cases ({named}) have"
 
 
 VANNA_DEFAULT_EVALUATORS = ("TrajectoryEvaluator", "OutputEvaluator", "EfficiencyEvaluator")

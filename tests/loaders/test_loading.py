@@ -297,3 +297,22 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     assert _problems(tmp_path / "nope.evalset.json") == [f"{tmp_path / 'nope.evalset.json'}: file not found"]
+
+
+def test_a_vanna_dataset_says_what_vannas_code_does_that_its_document_does_not(tmp_path: Path) -> None:
+    """Cases without an outcome pass by default, and component bounds give no verdict: said once."""
+    cases = [
+        {"id": "hello", "message": "hi"},
+        {"id": "bye", "message": "bye"},
+        {"id": "chart", "message": "chart", "expected_outcome": {"min_components": 2}},
+    ]
+    warnings = load_suite(_write(tmp_path, "d.json", cases)).warnings
+    assert any(
+        "2 cases ('hello', 'bye') have no expected_outcome" in w and "pass them by default" in w
+        for w in warnings
+    )
+    assert any("case 'chart' has min_components/max_components" in w for w in warnings)
+    only_judged = {"dataset": {"evaluators": ["LLMAsJudgeEvaluator"], "test_cases": cases[:1]}}
+    assert not any(
+        "expected_outcome" in w for w in load_suite(_write(tmp_path, "j.json", only_judged)).warnings
+    )

@@ -354,7 +354,11 @@ def test_proctor_scores_ranks_and_reports_as_vanna_does(
         document["dataset"]["evaluators"] = DATASETS[dataset]
     path = tmp_path / f"{dataset}.dataset.json"
     path.write_text(json.dumps(document))
-    vanna_cases = EvaluationDataset.from_json(str(path)).test_cases  # Vanna's own loader
+    if not DATASETS[dataset]:  # a file Vanna itself saved (its `save_yaml`), read by both
+        path = tmp_path / f"{dataset}.dataset.yaml"
+        EvaluationDataset.from_json(str(path.with_suffix(".json"))).save_yaml(str(path))
+    read = EvaluationDataset.from_yaml if path.suffix == ".yaml" else EvaluationDataset.from_json
+    vanna_cases = read(str(path)).test_cases  # Vanna's own loader
     cases = load_suite(path).cases  # Proctor's
     behaviours = {name: [generated_behaviour(rng) for _ in raw_cases] for name in VARIANTS}
     behaviours["alpha_again"] = behaviours["alpha"]
