@@ -36,6 +36,19 @@ STANDARD_METRICS = {
     "numeric": "numeric",
 }
 RAG_METRICS = {"faithfulness": "groundedness", "answer_relevancy": "relevance"}
+# HoloDeck's RAGMetricType: the contextual ones are HoloDeck's, not scored by Proctor yet (a warning).
+RAG_METRIC_TYPES = (
+    "faithfulness",
+    "contextual_relevancy",
+    "contextual_precision",
+    "contextual_recall",
+    "answer_relevancy",
+)
+# HoloDeck's NLP evaluators pass whatever they score when no threshold is set (BLEUEvaluator,
+# ROUGEEvaluator, METEOREvaluator: `passed = True` without one): a threshold of 0 does the same.
+NEVER_FAILING_WITHOUT_THRESHOLD = ("bleu", "rouge", "meteor")
+JUDGED_DEFAULT_THRESHOLD = 0.5  # GEvalEvaluator's `threshold or 0.5`; RAGMetric's default
+GEVAL_DEFAULT_PARAMS = ["actual_output"]  # GEvalMetric.evaluation_params' default
 GEVAL_PARAMS = {
     "input": "input",
     "actual_output": "actual_output",
@@ -90,15 +103,25 @@ def metric_from_typed(
     if kind == "standard":
         name = entry.pop("metric", None)
         entry["metric"] = STANDARD_METRICS.get(name, name)
+        if name in NEVER_FAILING_WITHOUT_THRESHOLD and entry.get("threshold") is None:
+            entry["threshold"] = 0.0
+        if name == "rouge":
+            entry["tokenizer"] = "rouge_score"  # evaluate's ROUGE, which HoloDeck calls
     elif kind == "geval":
         entry["metric"] = "geval"
         if "name" in entry:
             entry["label"] = entry.pop("name")
-        params = entry.get("evaluation_params")
-        if params and isinstance(params, list):
-            entry["evaluation_params"] = sorted(
-                {GEVAL_PARAMS.get(p, p) for p in params if p != "actual_output"} | {"actual_output"}
+        if entry.get("threshold") is None:
+            entry["threshold"] = JUDGED_DEFAULT_THRESHOLD
+        params = entry.get("evaluation_params", GEVAL_DEFAULT_PARAMS)
+        if not isinstance(params, list) or not params:
+            raise ValueError(f"evaluation_params: expected a non-empty list of {', '.join(GEVAL_PARAMS)}")
+        unknown = sorted({str(param) for param in params} - set(GEVAL_PARAMS))
+        if unknown:
+            raise ValueError(
+                f"evaluation_params: unknown {', '.join(unknown)}; valid: {', '.join(GEVAL_PARAMS)}"
             )
+        entry["evaluation_params"] = list(dict.fromkeys(GEVAL_PARAMS[param] for param in params))
         for unsupported in ("strict_mode",):
             if entry.pop(unsupported, None):
                 warnings.append(
@@ -107,6 +130,13 @@ def metric_from_typed(
     elif kind == "rag":
         metric_type = entry.pop("metric_type", None)
         entry.pop("include_reason", None)  # reasons are always kept
+        if metric_type not in RAG_METRIC_TYPES:  # HoloDeck refuses the file: so does Proctor
+            raise ValueError(
+                f"metric_type: unknown rag metric {metric_type!r}; "
+                f"expected one of {', '.join(RAG_METRIC_TYPES)}"
+            )
+        if entry.get("threshold") is None:
+            entry["threshold"] = JUDGED_DEFAULT_THRESHOLD
         if metric_type not in RAG_METRICS:
             warnings.append(
                 f"{file}: {location}: rag metric_type {metric_type!r} is not supported yet and is skipped "

@@ -15,7 +15,9 @@ from proctor.models.case import Case
 
 
 class Equality(Metric):
-    """1 if the final answer equals the expected answer after the chosen normalisations."""
+    """1 if the final answer equals the expected answer after the chosen normalisations, made as
+    HoloDeck's `_normalize_text` makes them: case folded (`casefold`: "STRASSE" equals "straße"),
+    then ASCII punctuation removed, then whitespace collapsed."""
 
     name = "equality"
     summary = "The answer equals the expected answer (optionally ignoring case, whitespace, punctuation)."
@@ -29,7 +31,7 @@ class Equality(Metric):
 
     def _normal(self, text: str) -> str:
         if self.case_insensitive:
-            text = text.lower()
+            text = text.casefold()
         if self.strip_punctuation:
             text = text.translate(str.maketrans("", "", string.punctuation))
         if self.strip_whitespace:
@@ -88,14 +90,14 @@ class Numeric(Metric):
 
     def evaluate(self, ctx: MetricContext) -> Score:
         options = {"percent": self.accept_percent, "thousands": self.accept_thousands_separators}
-        target, problem = parse_number(ctx.expected_response or "", **options)
-        if target is None:
-            raise ValueError(f"the expected answer is not a number: {problem}")
         actual, problem = parse_number(ctx.final_response, **options)
         if actual is None:
-            return Score(
-                value=0.0, reason=f"the answer is not a number: {problem}", details={"expected": target}
-            )
+            return Score(value=0.0, reason=f"the answer is not a number: {problem}")
+        # HoloDeck's NumericEvaluator scores 0 (a failed metric, not an error) when the ground
+        # truth is no number either ("yes"), so a case whose truth is a word fails, as there.
+        target, problem = parse_number(ctx.expected_response or "", **options)
+        if target is None:
+            return Score(value=0.0, reason=f"the expected answer is not a number: {problem}")
         difference = abs(actual - target)
         close = difference <= self.absolute_tolerance or (
             self.relative_tolerance > 0 and difference <= self.relative_tolerance * abs(target)

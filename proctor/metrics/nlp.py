@@ -80,17 +80,28 @@ def _rouge(variant: str) -> rouge_scorer.RougeScorer:
     return rouge_scorer.RougeScorer([variant], tokenizer=_Tokenizer())
 
 
+@lru_cache(maxsize=8)
+def _plain_rouge(variant: str) -> rouge_scorer.RougeScorer:
+    """rouge-score's own tokenizer, unstemmed: what Hugging Face `evaluate`'s "rouge" metric
+    uses by default (`use_stemmer=False`, no tokenizer), and so HoloDeck's ROUGEEvaluator."""
+    return rouge_scorer.RougeScorer([variant], use_stemmer=False)
+
+
 class Rouge(ReferenceMetric):
-    """ROUGE-1, ROUGE-2 or ROUGE-L F-measure, tokenized as ADK 2.13 tokenizes (ASCII words stemmed)."""
+    """ROUGE-1, ROUGE-2 or ROUGE-L F-measure, tokenized as ADK 2.13 tokenizes (ASCII words
+    stemmed), or with `tokenizer: rouge_score` as HoloDeck scores it (lower-cased [a-z0-9] words,
+    no stemming: "Paris" and "París" differ, "running" and "run" too)."""
 
     name = "rouge"
     default_threshold = 0.5
     summary = "ROUGE-1/2/L F-measure of the answer against the expected answer."
 
     variant: Literal["rouge1", "rouge2", "rougeL"] = "rougeL"
+    tokenizer: Literal["adk", "rouge_score"] = "adk"
 
     def compare(self, answer: str, reference: str) -> float:
-        return _rouge(self.variant).score(target=reference, prediction=answer)[self.variant].fmeasure
+        scorer = _plain_rouge(self.variant) if self.tokenizer == "rouge_score" else _rouge(self.variant)
+        return scorer.score(target=reference, prediction=answer)[self.variant].fmeasure
 
 
 def meteor(answer: str, reference: str, wordnet: Any = None) -> float:
