@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from proctor.models.agentflow import SessionInput, ToolCall
 from proctor.models.holodeck import MAX_FILES_PER_CASE, FileInput, LLMProvider
@@ -107,10 +107,31 @@ class Case(BaseModel):
 
     @field_validator("files")
     @classmethod
-    def _at_most_ten_files(cls, value: list[FileInput]) -> list[FileInput]:
+    def _at_most_ten_files(cls, value: list[FileInput], info: ValidationInfo) -> list[FileInput]:
+        """At most ten files per case; in a case whose turns each name their own files
+        (`Turn.metadata["files"]`, positions in `files`: HoloDeck's multi-turn cases), at most
+        ten per turn, as HoloDeck limits them."""
+        per_turn = [turn.metadata.get("files") for turn in info.data.get("turns") or []]
+        if any(positions is not None for positions in per_turn):
+            for number, positions in enumerate(per_turn, start=1):
+                if len(positions or []) > MAX_FILES_PER_CASE:
+                    raise ValueError(
+                        f"at most {MAX_FILES_PER_CASE} files per turn; turn {number} has {len(positions)}"
+                    )
+                if any(not 0 <= position < len(value) for position in positions or []):
+                    raise ValueError(f"turn {number} names a file the case does not have")
+            return value
         if len(value) > MAX_FILES_PER_CASE:
             raise ValueError(f"at most {MAX_FILES_PER_CASE} files per case; got {len(value)}")
         return value
+
+    def turn_files(self, turn_id: str, processed: list[Any]) -> list[Any]:
+        """The processed files one turn is sent: those it names, else all of the case's."""
+        turn = next((turn for turn in self.turns if turn.turn_id == turn_id), None)
+        positions = turn.metadata.get("files") if turn is not None else None
+        if positions is None:
+            return processed
+        return [processed[position] for position in positions if position < len(processed)]
 
     @property
     def display_name(self) -> str:

@@ -137,7 +137,7 @@ async def _agent_turn(
         input=text,
         thread_id=case.session.thread_id or _thread_id(runtime.settings.run_id, case.case_id, work.attempt),
         history=list(history),
-        files=outcome.processed_files,
+        files=case.turn_files(turn_id, outcome.processed_files),
         config=dict(case.session.config),
         state=state,
         metadata=case.agent_metadata,  # never the expected outcome, rubrics or simulator plan
@@ -204,7 +204,11 @@ async def _run_turns(work: CaseWork, runtime: Runtime) -> None:
     state = dict(work.case.session.initial_state)
     for turn in work.case.turns:
         done = await _agent_turn(work, runtime, turn.turn_id, turn.input, history, state)
-        if done.error:
+        # A turn the agent failed ends the conversation, except in a HoloDeck multi-turn case:
+        # HoloDeck's executor records the error on that turn and runs the turns after it in
+        # the same session (scored on their own; the case fails all the same). The failed
+        # exchange is not added to the history the next turns are sent.
+        if done.error and not work.case.score_per_turn:
             return
 
 

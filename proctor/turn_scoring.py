@@ -110,7 +110,7 @@ async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
         context = MetricContext(
             case=one,
             turns=[actual],
-            processed_files=outcome.processed_files,
+            processed_files=case.turn_files(expected.turn_id, outcome.processed_files),
             agent_ms=actual.latency_ms,
             turn_offset=number,
         )

@@ -168,3 +168,59 @@ def test_informational_metrics_are_stored_but_never_decide_a_case(sqlite_url: st
     rolled = values[("per_turn_measured_only", "token_usage_v1")]
     assert (rolled.score, rolled.informational) == (120.0, True)  # per turn, averaged over both
     assert [t["score"] for t in rolled.details["turns"]] == [120.0, 120.0]
+
+
+def test_the_turns_after_an_agent_error_run_and_are_scored_as_in_holodeck(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """HoloDeck records the error on the failed turn and runs the turns after it in the same
+    session; the case fails, but the later turns' answers and scores are kept."""
+    (tmp_path / "agent.py").write_text(
+        "def agent(request):\n"
+        "    if request.input == 'crash':\n"
+        "        raise RuntimeError('fell over')\n"
+        "    return f'{len(request.history)} before'\n"
+    )
+    (tmp_path / "agent.yaml").write_text(
+        "evaluations:\n  metrics: [{type: standard, metric: equality}]\n"
+        "test_cases:\n  - name: mid_failure\n    turns:\n"
+        "      - {input: one, ground_truth: 0 before}\n"
+        "      - {input: crash, ground_truth: anything}\n"
+        "      - {input: three, ground_truth: 2 before}\n"
+    )
+    run_id = _run(
+        sqlite_url, load_suite(tmp_path / "agent.yaml").cases, f"{tmp_path / 'agent.py'}:agent", tmp_path
+    )
+    row = _rows(sqlite_url, run_id)["mid_failure"]
+    turns = [AgentTurn.model_validate(turn) for turn in row.turns]
+    assert [(turn.response, turn.passed) for turn in turns] == [
+        ("0 before", True),
+        (None, False),
+        ("2 before", True),
+    ]
+    assert "fell over" in turns[1].error and row.passed is False
+    assert [[m.score for m in turn.metrics] for turn in turns] == [[1.0], [], [1.0]]
+
+
+def test_each_turn_is_sent_its_own_files_up_to_ten_per_turn(sqlite_url: str, tmp_path: Path) -> None:
+    """HoloDeck limits files per turn (6 + 6 over two turns is a valid file) and sends each turn
+    its own files only."""
+    for number in range(12):
+        (tmp_path / f"f{number}.txt").write_text(f"file {number}\n")
+    (tmp_path / "agent.py").write_text(
+        "def agent(request):\n    return ' '.join(f.markdown_content.split()[1] for f in request.files)\n"
+    )
+    files = lambda numbers: ", ".join(f"{{path: f{n}.txt, type: text}}" for n in numbers)  # noqa: E731
+    (tmp_path / "agent.yaml").write_text(
+        "evaluations:\n  metrics: [{type: standard, metric: equality}]\n"
+        "test_cases:\n  - name: twelve_files\n    turns:\n"
+        f"      - {{input: one, ground_truth: 0 1 2 3 4 5, files: [{files(range(6))}]}}\n"
+        f"      - {{input: two, ground_truth: 6 7 8 9 10 11, files: [{files(range(6, 12))}]}}\n"
+        "      - {input: three}\n"
+    )
+    suite = load_suite(tmp_path / "agent.yaml")
+    run_id = _run(sqlite_url, suite.cases, f"{tmp_path / 'agent.py'}:agent", tmp_path)
+    row = _rows(sqlite_url, run_id)["twelve_files"]
+    turns = [AgentTurn.model_validate(turn) for turn in row.turns]
+    assert [turn.response for turn in turns] == ["0 1 2 3 4 5", "6 7 8 9 10 11", ""]
+    assert [turn.passed for turn in turns[:2]] == [True, True]

@@ -338,21 +338,19 @@ def multi_turn_case(
             item, f"{location}.turns[{number}]", number, file, base_dir, turn_metrics
         )
         problems += turn_problems
+        if turn is not None:  # the turn is sent its own files only, as HoloDeck sends them
+            turn.metadata["files"] = list(range(len(files), len(files) + len(turn_files)))
         files += turn_files
-        if len(turn_files) > MAX_FILES_PER_CASE:
+        if len(turn_files) > MAX_FILES_PER_CASE:  # HoloDeck's limit is per turn (`Turn.files`), not per case
             problems.append(
                 Problem(
-                    file, f"{location}.turns[{number}].files", f"at most {MAX_FILES_PER_CASE} files per turn"
+                    file,
+                    f"{location}.turns[{number}].files",
+                    f"at most {MAX_FILES_PER_CASE} files per turn; got {len(turn_files)}",
                 )
             )
         if turn is not None:
             turns.append(turn)
-    if len(files) > MAX_FILES_PER_CASE:
-        problems.append(
-            Problem(
-                file, location, f"at most {MAX_FILES_PER_CASE} files per case (all turns); got {len(files)}"
-            )
-        )
     if problems:
         return None, problems
     names = [tool.name for turn in turns for tool in turn.expected_tools or []]

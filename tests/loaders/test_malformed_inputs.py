@@ -737,16 +737,14 @@ CORPUS: dict[str, Bad] = {
         {"agent.yaml": holodeck("test_cases: [{name: c, turns: hello}]\n")},
         "agent.yaml: test_cases[0].turns: at least one turn is required (a list of turns); found 'hello'",
     ),
-    "holodeck more than 10 files across turns": Bad(
+    "holodeck more than 10 files in a turn": Bad(
         {
             "agent.yaml": holodeck(
-                "test_cases:\n  - name: c\n    turns:\n"
-                + "".join(
-                    f"      - {{input: q{i}, files: [{{path: f{i}.txt, type: text}}]}}\n" for i in range(11)
-                )
+                "test_cases:\n  - name: c\n    turns:\n      - input: q\n        files:\n"
+                + "".join(f"          - {{path: f{i}.txt, type: text}}\n" for i in range(11))
             )
         },
-        "agent.yaml: test_cases[0]: at most 10 files per case (all turns); got 11",
+        "agent.yaml: test_cases[0].turns[0].files: at most 10 files per turn; got 11",
     ),
     "holodeck multi-turn name a number": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: 7, turns: [{input: q}]}]\n")},
