@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from proctor.agents.tools.registry import NOT_RUN
 from proctor.files import leaves_roots
 from proctor.loaders import holodeck_cases as holodeck
-from proctor.loaders.checks import check_specs, duplicate_ids, long_ids
+from proctor.loaders.checks import check_specs, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
 from proctor.loaders.holodeck_config import with_global_config
@@ -21,6 +21,7 @@ from proctor.loaders.holodeck_keys import (
     unknown_keys,
     unused_section_warnings,
 )
+from proctor.loaders.holodeck_lines import with_lines
 from proctor.loaders.holodeck_metrics import case_metrics
 from proctor.loaders.holodeck_tools import tool_entries
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
@@ -98,12 +99,14 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     if evaluations is not None:
         problems += unknown_keys(str(path), "evaluations", evaluations, EVALUATIONS_KEYS)
     metrics: list[EvaluationMetric] = []
+    agent_model, model_problems = holodeck.model_at(document, "model", str(path))
+    problems += model_problems
     default_model = None
-    if evaluations is not None:
-        try:
-            default_model = holodeck.default_judge_model(document)
-        except ValidationError as error:
-            problems += problems_from_validation(str(path), error, "evaluations.model")
+    if evaluations is not None:  # HoloDeck's judge: the evaluations model, else the agent's own
+        default_model, model_problems = holodeck.model_at(evaluations, "evaluations.model", str(path))
+        problems += model_problems
+        if evaluations.get("model") is None:
+            default_model = agent_model
         block_metrics = evaluations.get("metrics") or []
         if not isinstance(block_metrics, list):
             problems.append(
@@ -197,7 +200,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         cases.append(case.model_copy(update={"metrics": case_specs, "turns": [turn]}))
     if not raw_cases and not file_problems:
         problems.append(Problem(where, "test_cases", "at least one test case is required"))
-    problems += duplicate_ids(where, cases, "test_cases")
+    problems += _duplicate_names(where, raw_cases)
     name = str(document.get("name") or path.parent.name)
     problems += long_ids(str(path), [("name", name)]) + long_ids(
         where, [(f"test_cases[{i}].name", c.case_id) for i, c in enumerate(cases)]
@@ -205,7 +208,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     _tools, tool_problems = tool_entries(str(path), document.get("tools"), warnings)
     problems += tool_problems
     if problems:
-        raise SuiteError(problems)
+        raise SuiteError(with_lines(problems))
     agent = None
     if document.get("model") and document.get("instructions") is not None:
         agent = f"openai:{path.name}"  # the agent.yaml defines its agent: run it with the tool loop
@@ -229,6 +232,19 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         warnings=warnings,
         metadata={"agent_fields": [field for field in HOLODECK_AGENT_FIELDS if field in document]},
     )
+
+
+def _duplicate_names(file: str, raw_cases: list[Any]) -> list[Problem]:
+    """A case id given twice, named at the case that repeats it."""
+    seen: set[str] = set()
+    problems = []
+    for index, raw in enumerate(raw_cases):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        case_id = name if isinstance(name, str) and name.strip() else f"test_{index + 1}"
+        if case_id in seen:
+            problems.append(Problem(file, f"test_cases[{index}].name", f"duplicate case id {case_id!r}"))
+        seen.add(case_id)
+    return problems
 
 
 def case_from_test_case_model(

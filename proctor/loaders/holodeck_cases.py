@@ -353,6 +353,9 @@ def multi_turn_case(
             turns.append(turn)
     if problems:
         return None, problems
+    if not files:  # no turn has files: nothing to tell apart
+        for turn in turns:
+            del turn.metadata["files"]
     names = [tool.name for turn in turns for tool in turn.expected_tools or []]
     any_tools = any(turn.expected_tools is not None for turn in turns)
     return Case(
@@ -367,11 +370,13 @@ def multi_turn_case(
     ), []
 
 
-def default_judge_model(document: dict[str, Any]) -> LLMProvider | None:
-    """HoloDeck's fallback: the evaluations model, else the agent's own model."""
-    evaluations = document.get("evaluations")
-    block = evaluations if isinstance(evaluations, dict) else {}
-    for candidate in (block.get("model"), document.get("model")):
-        if candidate:
-            return LLMProvider.model_validate(candidate)
-    return None
+def model_at(mapping: dict[str, Any], location: str, file: str) -> tuple[LLMProvider | None, list[Problem]]:
+    """The model under the last key of `location` (the agent's `model`, `evaluations.model`),
+    checked as HoloDeck's `LLMProvider` checks it; its problems are named by that location."""
+    raw = mapping.get(location.rsplit(".", 1)[-1])
+    if not raw:
+        return None, []
+    try:
+        return LLMProvider.model_validate(raw), []
+    except ValidationError as error:
+        return None, problems_from_validation(file, error, location)

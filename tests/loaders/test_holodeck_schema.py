@@ -34,7 +34,7 @@ def test_a_file_using_every_field_loads(full_schema) -> None:
     assert single.files[0].description == "The order record"
     first, second = conversation.turns
     assert conversation.score_per_turn
-    assert first.metadata == {"turn_config": {"turn_program": "lookup"}}
+    assert first.metadata == {"turn_config": {"turn_program": "lookup"}, "files": [0]}  # its own file
     assert [spec.args for spec in first.metrics] == [{"absolute_tolerance": 0.001}]
     assert second.expected_response == "100%" and second.metrics[0].args == {"accept_percent": True}
     # with no evaluations of its own the case takes the whole block, labels kept

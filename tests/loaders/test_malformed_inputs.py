@@ -515,7 +515,7 @@ CORPUS: dict[str, Bad] = {
     ),
     "holodeck duplicate case names": Bad(
         {"agent.yaml": holodeck("test_cases: [{name: c, input: q}, {name: c, input: r}]\n")},
-        "agent.yaml: test_cases: duplicate case id 'c'",
+        "agent.yaml: test_cases[1].name: duplicate case id 'c' (line 2)",
     ),
     "holodeck expected_tools a string": Bad(
         {"agent.yaml": holodeck("test_cases: [{input: q, expected_tools: get_hours}]\n")},

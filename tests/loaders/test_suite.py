@@ -287,8 +287,8 @@ MALFORMED = [
     (
         "holodeck_dup.yaml",
         "test_cases:\n  - {name: hours, input: q}\n  - {name: hours, input: r}\n",
-        "test_cases",
-        "duplicate case id 'hours'",
+        "test_cases[1].name",
+        "duplicate case id 'hours' (line 3)",
     ),
     (
         "unset_var.yaml",
