@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, field_validator
 from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel
 from proctor.models.notify import SlackSettings
 from proctor.models.tables import RunStatus
+from proctor.quota import DEFAULT_PATIENCE_S, QuotaLimit
 
 # A Dask scheduler's address, or a local cluster of N (1-9999) worker processes.
 DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+)$"
@@ -105,6 +106,19 @@ class EvaluationRequest(FormModel):
         default=None,
         description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
     )
+    # -- the model provider's quota (proctor.quota): learned from its answers; these state it --
+    rate_limits: list[QuotaLimit] = Field(
+        default_factory=list,
+        title="Rate limits",
+        description="The provider's quota per endpoint (requests and/or tokens per minute), if you know "
+        "it; otherwise Proctor learns it from the provider's rate-limit headers and 429 answers",
+    )
+    quota_patience_s: float = Field(
+        default=DEFAULT_PATIENCE_S,
+        gt=0,
+        title="Quota patience (s)",
+        description="How long one model call may wait out the provider's 429 answers before it is an error",
+    )
 
     def for_storage(self) -> dict[str, Any]:
         """The request as stored with the run and written into reports: without the database
@@ -146,6 +160,7 @@ class RunSummary(BaseModel):
     min_pass_rate: float | None = None
     regression: dict[str, Any] | None = None
     notification: dict[str, Any] | None = None
+    quota: dict[str, Any] | None = None  # the provider's quota as this run saw it (proctor.quota)
 
     @property
     def gate_passed(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from sqlmodel import Session
 
-from proctor import __version__, progress
+from proctor import __version__, adaptive, progress, quota
 from proctor.chunking import Chunk, auto_chunk_size, chunked
 from proctor.collection import fewer_collections
 from proctor.costs import agent_model_of
@@ -255,10 +255,13 @@ async def _run_owned(
         agent=agent,
         suite_dir=str(Path(suite.path).parent),
         concurrency=request.concurrency,
+        concurrency_auto="concurrency" not in request.model_fields_set,
         agent_timeout_s=request.agent_timeout_s,
         judge_cache=request.judge_cache,
         model_call_limit=request.model_call_limit,
         case_timeout_s=request.case_timeout_s,
+        rate_limits=request.rate_limits,
+        quota_patience_s=request.quota_patience_s,
     )
     # Every case once, then again for each repeat: repeats of a case spread over the run.
     planned = [
@@ -284,6 +287,7 @@ async def _run_owned(
         f", each {request.repeat} times" if request.repeat > 1 else "",
         size,
     )
+    quota.forget()  # this run's figures from zero (budgets are made again on first use)
     outcomes = await _run_chunks(steps, request, settings, planned, checkpoints, size)
     for outcome in outcomes:  # a stop signal that reached a chunk stops the run as it stands,
         stop = stop_signal_in(outcome)  # to be resumed: it is not a failed chunk
@@ -321,7 +325,8 @@ async def _run_chunks(
             stack.enter_context(watch_stored_cases(settings.database_url, run_id))
         else:  # enough chunks in flight to keep `concurrency` agents busy, not the whole suite
             submit = steps.run_chunk
-            gate = asyncio.Semaphore(max(2, math.ceil(2 * request.concurrency / size)))
+            most = adaptive.MAXIMUM if settings.concurrency_auto else request.concurrency
+            gate = asyncio.Semaphore(max(2, math.ceil(2 * most / size)))
         try:
             return await asyncio.gather(
                 *(guarded(offset, list(chunk)) for offset, chunk in chunked(planned, size)),
@@ -386,6 +391,7 @@ async def _finish(
         min_pass_rate=request.min_pass_rate,
         regression=regression.to_dict() if regression else None,
         notification=notification,
+        quota=quota.run_figures(run.duration_ms, None if settings.concurrency_auto else request.concurrency),
     )
     if failures:
         incomplete = RunIncomplete(run_id, error or "")

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
-from proctor.call_clock import calling, waiting_for_turn
+from proctor.call_clock import waiting_for_turn
 
 T = TypeVar("T")
 
@@ -157,15 +157,13 @@ async def call_in_slot(
     client timeout ends it), so a limit of 1 never has two calls at the server at once.
     """
     if slot is None:
-        with calling():
-            return await call()
+        return await call()
     held = slot()
     with waiting_for_turn():
         await held.__aenter__()
     task = asyncio.ensure_future(call())
     try:
-        with calling():
-            result = await asyncio.shield(task)
+        result = await asyncio.shield(task)
     except asyncio.CancelledError:
         if task.done():
             await held.__aexit__(None, None, None)

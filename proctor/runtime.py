@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from proctor import progress
+from proctor import progress, quota
+from proctor.adaptive import AdaptiveLimiter
 from proctor.agents import AgentInvoker, load_target
 from proctor.agents.tools import RunScope
 from proctor.judges import CredentialError, Judge, JudgeCache, JudgeClient, resolve_api_key
@@ -28,6 +29,7 @@ from proctor.limits import ModelCallGate
 from proctor.metrics import REGISTRY, BoundMetric
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import LLMProvider
+from proctor.quota import DEFAULT_PATIENCE_S, QuotaLimit
 from proctor.storage import get_engine, get_writer
 from proctor.storage.writer import ResultWriter
 
@@ -46,10 +48,13 @@ class RunSettings(BaseModel):
     agent: str
     suite_dir: str
     concurrency: int = Field(default=8, ge=1)
+    concurrency_auto: bool = False  # none was asked for: grows with the quota (proctor.adaptive)
     agent_timeout_s: float | None = Field(default=300.0, gt=0)
     judge_cache: bool = True
     model_call_limit: str | None = None
     case_timeout_s: float | None = Field(default=None, gt=0)
+    rate_limits: list[QuotaLimit] = Field(default_factory=list)
+    quota_patience_s: float = DEFAULT_PATIENCE_S
 
 
 @dataclass
@@ -58,7 +63,7 @@ class Runtime:
 
     settings: RunSettings
     invoker: AgentInvoker
-    limiter: asyncio.Semaphore
+    limiter: asyncio.Semaphore | AdaptiveLimiter
     writer: ResultWriter
     _metrics: dict[int, tuple[MetricSpec, BoundMetric]] = field(default_factory=dict)
     _judge_clients: dict[tuple[str, str | None, str | None], JudgeClient] = field(default_factory=dict)
@@ -147,6 +152,8 @@ class Runtime:
 
 
 def new_runtime(settings: RunSettings) -> Runtime:
+    # the stated limits (the request's, else PROCTOR_RATE_LIMITS) for every model client's budget
+    quota.configure(settings.rate_limits or quota.limits_from_env(), settings.quota_patience_s)
     return Runtime(
         settings=settings,
         invoker=AgentInvoker(
@@ -154,7 +161,9 @@ def new_runtime(settings: RunSettings) -> Runtime:
             max_threads=settings.concurrency,
             timeout_s=settings.agent_timeout_s,
         ),
-        limiter=asyncio.Semaphore(settings.concurrency),
+        limiter=AdaptiveLimiter(settings.concurrency)
+        if settings.concurrency_auto
+        else asyncio.Semaphore(settings.concurrency),
         writer=get_writer(get_engine(settings.database_url)),
     )
 

@@ -20,7 +20,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="EvalConfig JSON with criteria (agentflow evalsets)")
     run.add_argument("--db", dest="database_url", help="results database URL (default .proctor/proctor.db)")
     run.add_argument("--output", dest="report_dir", help="report folder (default .proctor/reports/…)")
-    run.add_argument("--concurrency", type=int, default=8, help="agents running at once (default 8)")
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        help="cases running at once (default: 8, and more while the model provider's quota has room)",
+    )
     run.add_argument("--chunk-size", type=int, help="cases per Prefect task run (default: automatic)")
     run.add_argument("--timeout", dest="agent_timeout_s", type=float, default=300.0, help="per-turn seconds")
     run.add_argument("--case-timeout", dest="case_timeout_s", type=float, help="seconds for a whole case")
@@ -28,6 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--model-call-limit",
         metavar="NAME",
         help="Prefect global concurrency limit capping model calls across workers",
+    )
+    run.add_argument(
+        "--rate-limit",
+        dest="rate_limit_args",
+        action="append",
+        default=[],
+        metavar="[ENDPOINT=]Nrpm,Ntpm",
+        help="the model provider's quota, if known (repeat per endpoint), e.g. 600rpm,90000tpm; "
+        "default: learned from the provider's rate-limit headers and 429s (also PROCTOR_RATE_LIMITS)",
+    )
+    run.add_argument(
+        "--quota-patience",
+        dest="quota_patience_s",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="how long one model call may wait out the provider's 429s before it is an error (default 600)",
     )
     run.add_argument("--tag", dest="tags", action="append", default=[], help="only cases with this tag")
     run.add_argument("--case", dest="cases", action="append", default=[], help="only this case id")

@@ -78,11 +78,25 @@ def summary_table(summary: Any, database_url: str) -> None:
         highlight=False,
     )
     console.print(totals.line(), highlight=False, markup=False)
+    if summary.quota:
+        console.print(quota_line(summary.quota), highlight=False, markup=False)
     console.print(
         f"reports: {summary.report_dir}/report.md · results: {summary.database}",
         highlight=False,
         markup=False,
     )
+
+
+def quota_line(figures: dict[str, Any]) -> str:
+    """The provider's quota as the run met it: its model requests, their rate against the
+    quota, the 429s seen and the time calls waited for their turn."""
+    limit = f" of {figures['limit_rpm']:g} allowed" if figures.get("limit_rpm") else ""
+    rate = f", {figures['rpm']:.0f} a minute{limit}" if figures.get("rpm") is not None else ""
+    line = (
+        f"model requests: {figures['requests']}{rate} · {figures['rate_limited']} answered 429 · "
+        f"{figures['waited_s']:.1f} s waited for quota (all calls)"
+    )
+    return f"{line}\nnote: {figures['note']}" if figures.get("note") else line
 
 
 @with_prefect_api
@@ -101,6 +115,8 @@ def run_command(args: argparse.Namespace) -> int:
     args.suite, selected = split_case_selector(args.suite)  # adk eval's FILE:case_id,case_id
     args.cases = [*args.cases, *selected]
     fields = {k: v for k, v in vars(args).items() if k in EvaluationRequest.model_fields}
+    if fields.get("concurrency") is None:  # not given: the run's own, grown with the quota
+        fields.pop("concurrency", None)
     bad_meta = [item for item in args.metadata if "=" not in item]
     if bad_meta:
         print_problems(ValueError(f"--meta expects KEY=VALUE; got {', '.join(bad_meta)}"))
@@ -122,6 +138,13 @@ def run_command(args: argparse.Namespace) -> int:
             "webhook_url": args.slack_webhook,
             "notify": args.notify,
         }
+    try:
+        from proctor.quota import parse_limit
+
+        fields["rate_limits"] = [parse_limit(item) for item in args.rate_limit_args]
+    except ValueError as error:
+        print_problems(ValueError(f"--rate-limit: {error}"))
+        return EXIT_BAD_INPUT
     fields["variants"] = [
         {"name": name, "agent": target} for name, target in (item.split("=", 1) for item in args.variant_args)
     ]
@@ -169,6 +192,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from proctor import progress as events
+    from proctor import quota
     from proctor.storage import default_database_url
     from proctor.storage.lease import RunBusy
 
@@ -183,10 +207,11 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         MofNCompleteColumn(),
         TextColumn("[green]{task.fields[passed]} passed [red]{task.fields[failed]} failed"),
         TimeElapsedColumn(),
+        TextColumn("[dim]{task.fields[quota]}"),  # the provider's quota: rate, 429s, waiting
         disable=args.no_progress or not sys.stderr.isatty(),
         transient=True,
     )
-    task_id = bar.add_task("cases", total=total, passed=0, failed=0)
+    task_id = bar.add_task("cases", total=total, passed=0, failed=0, quota="")
     tallies = {"passed": 0, "failed": 0}
     started: list[Any] = []  # the runs this request started or resumed
 
@@ -195,7 +220,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
             started.append(data["run_id"])
         elif event == "case_finished":
             tallies["passed" if data["passed"] else "failed"] += 1
-            bar.update(task_id, advance=1, **tallies)
+            bar.update(task_id, advance=1, quota=quota.describe(quota.snapshot()), **tallies)
         elif event == "cases_stored":  # chunks on Dask workers: counted in the database
             tallies.update(passed=data["passed"], failed=data["failed"])
             bar.update(task_id, completed=data["done"], **tallies)

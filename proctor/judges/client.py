@@ -125,8 +125,13 @@ class JudgeClient:
         if client is None:
             import openai  # imported when a model is first called for, not by every run
 
-            # max_retries=0: the runner retries, so it can count and report every attempt.
-            client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+            from proctor.quota_http import http_client
+
+            # max_retries=0: the runner retries, so it can count and report every attempt; a 429
+            # is waited out below, in the endpoint's quota budget (shared with the agent's calls).
+            client = openai.AsyncOpenAI(
+                base_url=base_url, api_key=api_key, max_retries=0, http_client=http_client(base_url, api_key)
+            )
         self._client = client
 
     async def aclose(self) -> None:
@@ -175,6 +180,8 @@ class JudgeClient:
     ) -> JudgeReply:
         import openai  # loaded already: the client was made with it
 
+        from proctor.quota_http import patience_of
+
         started = time.perf_counter()
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
         if max_tokens:
@@ -189,6 +196,13 @@ class JudgeClient:
                 **extra,
             )
         except openai.RateLimitError as error:
+            patience = patience_of(error)
+            if patience is not None:
+                raise JudgeError(
+                    f"the provider's rate limit: still HTTP 429 after waiting {patience:g} s for quota "
+                    f"(the patience; `proctor resume` redoes it): {error.message}",
+                    retry_after=_retry_after(error),
+                ) from None
             raise JudgeError(
                 f"judge rate-limited (HTTP 429): {error.message}", retry_after=_retry_after(error)
             ) from None

@@ -44,6 +44,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.quota import ProviderQuota
+
 Reply = Any  # str | dict | Fault | Callable[[dict], Reply]
 
 CREATED = 1_700_000_000  # fixed `created` timestamp, so responses are reproducible
@@ -113,17 +115,23 @@ def unit_vector(text: str, dims: int = 8) -> list[float]:
 class FakeOpenAI:
     """The fake server; a context manager (`start`/`stop` also work). Thread-safe."""
 
-    def __init__(self, default: Reply = "", speaks: str = "any", embed: Any = None) -> None:
+    def __init__(
+        self, default: Reply = "", speaks: str = "any", embed: Any = None, quota: ProviderQuota | None = None
+    ) -> None:
         """`speaks` makes the server answer only one provider's real chat path, as that host
         does (anything else is its 404, a missing key its 401): "azure" serves
         `/openai/deployments/<name>/chat/completions?api-version=...` with an `api-key` header;
         "ollama" serves `/v1/chat/completions` only (it checks no key); "any" (the default)
         serves every path ending in `/chat/completions`. `embed` answers `/embeddings` (see
-        the module's docstring)."""
+        the module's docstring). `quota` enforces a provider's RPM/TPM as providers do
+        (tests/fakes/quota.py)."""
         assert speaks in ("any", "azure", "ollama"), speaks
         self.default = default
         self.speaks = speaks
         self.embed = embed
+        self.quota = quota
+        self.in_flight = 0
+        self.peak_in_flight = 0  # chat requests being served at once (admitted ones), at most
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -240,7 +248,9 @@ class FakeOpenAI:
             if refusal is not None:
                 self._send_fault(h, refusal)
             elif path.endswith("/chat/completions"):  # /v1/..., or Azure's /openai/deployments/<name>/...
-                self._chat(h, body, serial)
+                self._quota_then_chat(h, body, serial)
+            elif path == "/_fake/stats":
+                self._send(h, 200, self.stats())
             elif path == "/v1/embeddings":
                 self._embeddings(h, body)
             else:
@@ -262,7 +272,35 @@ class FakeOpenAI:
             return Fault.status(404, "404 page not found")
         return None
 
-    def _chat(self, h: BaseHTTPRequestHandler, body: dict[str, Any], serial: int) -> None:
+    def _quota_then_chat(self, h: BaseHTTPRequestHandler, body: dict[str, Any], serial: int) -> None:
+        headers: dict[str, str] = {}
+        if self.quota is not None:
+            admitted, headers = self.quota.admit(body)
+            if not admitted:
+                fault = Fault.status(429, "Rate limit reached for requests (fake quota)")
+                return self._send_fault(h, fault, headers)
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            self._chat(h, body, serial, headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for a bench in another process (``GET /_fake/stats``)."""
+        with self._lock:
+            stats = {"requests": len(self._requests), "peak_in_flight": self.peak_in_flight}
+        return {**stats, **(self.quota.stats() if self.quota is not None else {})}
+
+    def _chat(
+        self,
+        h: BaseHTTPRequestHandler,
+        body: dict[str, Any],
+        serial: int,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         model = body.get("model", "gpt-fake")
         replies = [self._next_reply(body) for _ in range(max(1, int(body.get("n") or 1)))]
         fault = next((r for r in replies if isinstance(r, Fault)), None)
@@ -302,6 +340,7 @@ class FakeOpenAI:
                 "system_fingerprint": "fp_fake",
                 "usage": usage,
             },
+            headers=headers,
         )
 
     @staticmethod
@@ -351,12 +390,16 @@ class FakeOpenAI:
             },
         )
 
-    def _send_fault(self, h: BaseHTTPRequestHandler, fault: Fault) -> None:
+    def _send_fault(
+        self, h: BaseHTTPRequestHandler, fault: Fault, headers: dict[str, str] | None = None
+    ) -> None:
         if fault.kind == "body":
             return self._send(h, fault.code, fault.body.encode(), fault.content_type)
         fallback = ("server_error" if fault.code >= 500 else "invalid_request_error", None)
         kind, code = _ERROR_KINDS.get(fault.code, fallback)
-        headers = {} if fault.retry_after is None else {"retry-after": str(fault.retry_after)}
+        headers = dict(headers or {})
+        if fault.retry_after is not None:
+            headers["retry-after"] = str(fault.retry_after)
         error = {"message": fault.message, "type": kind, "param": None, "code": code}
         self._send(h, fault.code, {"error": error}, headers=headers)
 

@@ -1,6 +1,7 @@
 """Faults under load: 200 cases at concurrency 32, an agent failing one case in five and a
 judge answering every fifth request with 429. The run completes, every case is counted
-exactly once, and every judged metric ends with a score or an error, never neither."""
+exactly once, every judged metric ends with a score (the 429s are waited out, never a case's
+failure), and the summary counts the 429s the server sent."""
 
 from __future__ import annotations
 
@@ -143,13 +144,13 @@ def test_200_flaky_cases_against_a_rate_limited_judge(
     judged_rows = [m for m in db.metrics if m.metric_name == "llm_judge"]
     assert len(judged_rows) == answered
     assert all((m.score is None) != (m.error is None) for m in judged_rows)
-    for m in judged_rows:
-        if m.error is not None:  # three 429s in a row: errored, and its case with it
-            assert "HTTP 429" in m.error and db.cases[m.case_id].state == "EVALUATION_FAILED"
-    # Every 429 was retried (or ended its metric), and every request is accounted for.
-    retries = sum(m.retry_count for m in judged_rows)
-    assert policy.rate_limited > 0 and len(api.completions) == policy.requests == answered + retries
-    assert retries == policy.rate_limited - sum(m.error is not None for m in judged_rows)
+    # No case fails for the provider's quota: every 429 was waited out (the endpoint's budget
+    # asked again at its next turn), none reached a metric, and every request is accounted for.
+    assert all(m.error is None and m.retry_count == 0 for m in judged_rows)
+    assert (
+        policy.rate_limited > 0 and len(api.completions) == policy.requests == answered + policy.rate_limited
+    )
+    assert summary.quota is not None and summary.quota["rate_limited"] == policy.rate_limited
 
     # The run closed its judge connections: the fake's keep-alive handler threads end.
     deadline = time.monotonic() + 5
