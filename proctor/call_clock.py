@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 
@@ -29,6 +31,8 @@ class CallClock:
         self._in_flight = 0
         self.waited_s = 0.0
         self._wait_started: float | None = None
+        self._lock = threading.Lock()
+        self._done = False  # the block has ended: a late update must not reschedule anything
 
     @property
     def expired(self) -> bool:
@@ -40,6 +44,8 @@ class CallClock:
         return self._waiting == 0 or self._in_flight > 0
 
     def _update(self) -> None:
+        if self._timeout.expired() or self._done:
+            return
         now = self._loop.time()
         if self.ticking and self._since is None:
             self._since = now
@@ -54,25 +60,37 @@ class CallClock:
             self.waited_s += now - self._wait_started
             self._wait_started = None
 
+    def _changed(self, waiting: int = 0, in_flight: int = 0) -> None:
+        """Counts changed, maybe from another thread (an agent's calls run on the agents' own
+        loop): the timeout is rescheduled on the loop it belongs to."""
+        with self._lock:
+            self._waiting += waiting
+            self._in_flight += in_flight
+        try:
+            on_own_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_own_loop = False
+        if on_own_loop:
+            self._update()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing left to time
+                self._loop.call_soon_threadsafe(self._update)
+
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
-        self._waiting += 1
-        self._update()
+        self._changed(waiting=1)
         try:
             yield
         finally:
-            self._waiting -= 1
-            self._update()
+            self._changed(waiting=-1)
 
     @contextlib.contextmanager
     def in_flight(self) -> Iterator[None]:
-        self._in_flight += 1
-        self._update()
+        self._changed(in_flight=1)
         try:
             yield
         finally:
-            self._in_flight -= 1
-            self._update()
+            self._changed(in_flight=-1)
 
 
 _clock: ContextVar[CallClock | None] = ContextVar("proctor_call_clock", default=None)
@@ -91,18 +109,46 @@ async def limited(seconds: float | None) -> AsyncIterator[CallClock | None]:
         try:
             yield clock
         finally:
+            clock._done = True
             _clock.reset(token)
+
+
+class WaitLedger:
+    """The time spent waiting for turns inside a `counting_waits()` block (an agent's model
+    calls, whose round trips must not include their wait for quota)."""
+
+    def __init__(self) -> None:
+        self.total_s = 0.0
+
+
+_ledger: ContextVar[WaitLedger | None] = ContextVar("proctor_wait_ledger", default=None)
+
+
+@contextlib.contextmanager
+def counting_waits() -> Iterator[WaitLedger]:
+    ledger = WaitLedger()
+    token = _ledger.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _ledger.reset(token)
 
 
 @contextlib.contextmanager
 def waiting_for_turn() -> Iterator[None]:
-    """Around a wait for a slot or for quota: the enclosing `limited` clock stops meanwhile."""
-    clock = _clock.get()
-    if clock is None:
-        yield
-        return
-    with clock.waiting():
-        yield
+    """Around a wait for a slot or for quota: the enclosing `limited` clock stops meanwhile,
+    and the enclosing `counting_waits()` ledger counts it."""
+    clock, ledger = _clock.get(), _ledger.get()
+    started = time.monotonic()
+    try:
+        if clock is None:
+            yield
+        else:
+            with clock.waiting():
+                yield
+    finally:
+        if ledger is not None:
+            ledger.total_s += time.monotonic() - started
 
 
 @contextlib.contextmanager

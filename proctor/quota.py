@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import re
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -169,6 +170,30 @@ class _Pacer:
         self.level -= amount
 
 
+class _Waiter:
+    """A request waiting for its turn, on its own event loop (woken from any thread)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[None] | None = None
+
+    def arm(self) -> asyncio.Future[None]:
+        """(Under the budget's lock.) A fresh future to wait on."""
+        self.future = self.loop.create_future()
+        return self.future
+
+    def wake(self) -> None:
+        future = self.future
+        if future is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                self.loop.call_soon_threadsafe(_settle, future)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class QuotaBudget:
     """The shared budget of one endpoint and key, on one event loop."""
 
@@ -189,14 +214,13 @@ class QuotaBudget:
         self._pause_s = UNKNOWN_PAUSE_S
         self._requests: _Pacer | None = None
         self._tokens: _Pacer | None = None
-        self._turn = asyncio.Lock()  # requests take their turn in arrival order
-        self._freed = asyncio.Event()
+        self._lock = threading.Lock()  # the budget is shared by the loops of the process
+        self._queue: deque[_Waiter] = deque()  # requests waiting, in arrival order
         self._answered: deque[float] = deque()
         self.stats = QuotaStats()
         self.avg_completion = 256.0  # tokens, until answers say otherwise
         self._created = time.monotonic()
         self._last_decrease = 0.0
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- what is known ---------------------------------------------------------------------
     @property
@@ -224,20 +248,40 @@ class QuotaBudget:
     # -- taking a turn ---------------------------------------------------------------------
     async def acquire(self, tokens: float) -> None:
         """Wait for a request's turn (pacing, the concurrency window, a 429's pause), then
-        take one place in flight; `release()` gives it back when the answer is read."""
-        started = time.monotonic()
-        self.waiting += 1
-        try:
-            await self._take_turn(tokens)
-        finally:
-            self.waiting -= 1
-        self.stats.waited_s += time.monotonic() - started
-        self.stats.requests += 1
+        take one place in flight; `release()` gives it back when the answer is read.
 
-    async def _take_turn(self, tokens: float) -> None:
-        with waiting_for_turn():
-            async with self._turn:
-                while True:
+        Requests take their turns in arrival order, from any event loop of the process (the
+        agents' loop and Proctor's own share one budget): only the first in line watches the
+        clock; the others sleep until it has gone."""
+        started = time.monotonic()
+        me = _Waiter(asyncio.get_running_loop())
+        with self._lock:
+            self._queue.append(me)
+            self.waiting += 1
+        try:
+            with waiting_for_turn():
+                await self._take_turn(me, tokens)
+        except BaseException:
+            with self._lock:
+                if me in self._queue:
+                    first = self._queue[0] is me
+                    self._queue.remove(me)
+                    if first:
+                        self._wake_first()
+            raise
+        finally:
+            with self._lock:
+                self.waiting -= 1
+        with self._lock:
+            self.stats.waited_s += time.monotonic() - started
+            self.stats.requests += 1
+
+    async def _take_turn(self, me: _Waiter, tokens: float) -> None:
+        while True:
+            delay = 0.0
+            with self._lock:
+                first = self._queue[0] is me
+                if first:
                     now = time.monotonic()
                     requests, token_pacer = self._pacers()
                     delay = max(
@@ -245,34 +289,57 @@ class QuotaBudget:
                         requests.delay(1, now) if requests else 0.0,
                         token_pacer.delay(tokens, now) if token_pacer else 0.0,
                     )
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                        continue
-                    if self.in_flight >= int(self.window):
-                        self._freed.clear()
-                        await self._freed.wait()
-                        continue
-                    break
-                if requests:
-                    requests.spend(1, now)
-                if token_pacer:
-                    token_pacer.spend(tokens, now)
-                self.in_flight += 1
+                    if delay <= 0 and self.in_flight < int(self.window):
+                        self._queue.popleft()
+                        if requests:
+                            requests.spend(1, now)
+                        if token_pacer:
+                            token_pacer.spend(tokens, now)
+                        self.in_flight += 1
+                        self._wake_first()
+                        return
+                woken = me.arm()
+            if first and delay > 0:
+                await asyncio.sleep(delay)
+            else:  # behind others, or the window is full: until woken
+                await woken
+
+    def _wake_first(self) -> None:
+        """(Under the lock.) Tell the first in line to look again."""
+        if self._queue:
+            self._queue[0].wake()
 
     def has_headroom(self) -> bool:
         """No call waits for its turn, none is paused by a 429, and the rate is below the quota."""
+        with self._lock:
+            return self._has_headroom()
+
+    def _has_headroom(self) -> bool:
         if self.waiting or time.monotonic() < self.paused_until or self.in_flight >= int(self.window):
             return False
         rpm = self.rpm
         return rpm is None or self.current_rpm() < HEADROOM * rpm
 
     def release(self) -> None:
-        self.in_flight -= 1
-        self._freed.set()
+        with self._lock:
+            self.in_flight -= 1
+            self._wake_first()
 
     # -- what the provider said -----------------------------------------------------------
     def answered(self, headers: dict[str, str], *, estimated: float, used: int | None) -> None:
         """A request was answered (not with 429): learn from its headers, correct its tokens."""
+        with self._lock:
+            self._on_answer(headers, estimated, used)
+            self._wake_first()  # the window may have grown
+
+    def rate_limited(self, headers: dict[str, str]) -> float:
+        """A 429: pause everyone for its Retry-After, halve the window (once per burst of 429s).
+        Returns the pause (seconds). The request rate is not probed down: a known one comes from
+        the headers or the user, and an unknown one is what the pauses leave."""
+        with self._lock:
+            return self._on_429(headers)
+
+    def _on_answer(self, headers: dict[str, str], estimated: float, used: int | None) -> None:
         now = time.monotonic()
         self._learn(headers)
         self._answered.append(now)
@@ -292,10 +359,7 @@ class QuotaBudget:
         known = [v for v in (self.stated_rpm, self.learned_rpm) if v]
         return min(known) if known else None
 
-    def rate_limited(self, headers: dict[str, str]) -> float:
-        """A 429: pause everyone for its Retry-After, halve the window (once per burst of 429s).
-        Returns the pause (seconds). The request rate is not probed down: a known one comes from
-        the headers or the user, and an unknown one is what the pauses leave."""
+    def _on_429(self, headers: dict[str, str]) -> float:
         now = time.monotonic()
         self.stats.rate_limited += 1
         self._learn(headers)
@@ -334,6 +398,10 @@ class QuotaBudget:
         return len(recent) * 60.0 / span
 
     def snapshot(self) -> QuotaStats:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> QuotaStats:
         stats = QuotaStats(**{**self.stats.__dict__})
         stats.rpm_now = self.current_rpm()
         stats.limit_rpm, stats.limit_tpm = self.known_rpm, self.tpm
@@ -363,7 +431,8 @@ class QuotaSettings:
 
 
 _settings = QuotaSettings()
-_budgets: dict[tuple[int, str, str], QuotaBudget] = {}
+_budgets: dict[tuple[str, str], QuotaBudget] = {}
+_registry_lock = threading.Lock()
 
 
 def configure(limits: list[QuotaLimit] | None = None, patience_s: float | None = None) -> None:
@@ -373,7 +442,7 @@ def configure(limits: list[QuotaLimit] | None = None, patience_s: float | None =
     _settings = QuotaSettings(
         list(limits or []), patience_s if patience_s is not None else DEFAULT_PATIENCE_S
     )
-    for (_, endpoint, _key), budget in _budgets.items():
+    for (endpoint, _key), budget in list(_budgets.items()):
         stated = _settings.stated(endpoint)
         budget.stated_rpm = stated.rpm if stated else None
         budget.stated_tpm = stated.tpm if stated else None
@@ -391,15 +460,14 @@ def limits_from_env() -> list[QuotaLimit]:
 
 
 def budget_for(endpoint: str, key_id: str) -> QuotaBudget:
-    """The budget of an endpoint and key on the running event loop (made on first use)."""
-    loop = asyncio.get_running_loop()
-    index = (id(loop), _norm(endpoint), key_id)
-    budget = _budgets.get(index)
-    if budget is None or budget._loop is not loop:
-        budget = QuotaBudget(endpoint, stated=_settings.stated(endpoint), patience_s=_settings.patience_s)
-        budget._loop = loop
-        _budgets[index] = budget
-    return budget
+    """The budget of an endpoint and key in this process (made on first use)."""
+    index = (_norm(endpoint), key_id)
+    with _registry_lock:
+        budget = _budgets.get(index)
+        if budget is None:
+            stated = _settings.stated(endpoint)
+            budget = _budgets[index] = QuotaBudget(endpoint, stated=stated, patience_s=_settings.patience_s)
+        return budget
 
 
 def has_headroom() -> bool:

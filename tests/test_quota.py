@@ -125,3 +125,48 @@ def test_concurrency_grows_only_while_the_quota_has_room() -> None:
 
     assert asyncio.run(run(room=False)) == 2
     assert asyncio.run(run(room=True)) == 10
+
+
+SHARED_SUITE = """
+name: shared-quota
+model: {provider: openai, name: agent-model, endpoint: "URL", api_key: "${QUOTA_TEST_KEY}"}
+instructions: Answer briefly.
+test_cases:
+  - {name: c0, input: 'What is six times seven?', ground_truth: '42'}
+  - {name: c1, input: 'What is seven times six?', ground_truth: '42'}
+evaluations:
+  model: {provider: openai, name: judge-model, endpoint: "URL", api_key: "${QUOTA_TEST_KEY}"}
+  metrics:
+    - metric: llm_judge
+      threshold: 0.5
+"""
+
+
+def test_agent_and_judge_calls_to_one_endpoint_share_one_budget(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proctor.local_run import evaluate_in_process
+    from proctor.models.request import EvaluationRequest
+    from tests.fakes import judged
+
+    def reply(body: dict) -> str:
+        return judged(5) if body.get("model") == "judge-model" else "It is 42."
+
+    monkeypatch.setenv("QUOTA_TEST_KEY", "sk-shared")
+    server_quota = ProviderQuota()  # counts and timestamps, refuses nothing
+    with FakeOpenAI(default=reply, quota=server_quota) as api:
+        (tmp_path / "agent.yaml").write_text(SHARED_SUITE.replace("URL", api.base_url))
+        request = EvaluationRequest(
+            suite=str(tmp_path / "agent.yaml"),
+            database_url=f"sqlite:///{tmp_path}/r.db",
+            report_dir=str(tmp_path / "r"),
+            rate_limits=[QuotaLimit(rpm=60)],  # one a second, agent and judge together
+        )
+        summary = asyncio.run(evaluate_in_process(request))
+    assert (summary.total, summary.passed) == (2, 2)
+    times = server_quota.admitted_at
+    assert len(times) == 4  # two agent calls (on the agents' loop), two judge calls
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.9, gaps
+    assert summary.quota is not None and summary.quota["requests"] == 4
+    assert summary.quota["limit_rpm"] == 60

@@ -18,7 +18,7 @@ import re
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from proctor.agents.tools import (
     ToolBox,
     ToolContext,
 )
+from proctor.call_clock import WaitLedger, counting_waits
 from proctor.env import expand_env
 from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
@@ -98,10 +99,14 @@ class RoundTrips:
     calls: int = 0  # `create` calls: requests beyond these are the client's retries
     tools_ms: float = 0.0
     sent_at: float | None = None
+    # a request's wait for its turn at the provider's quota (proctor.quota) is not its round trip
+    waits: WaitLedger = field(default_factory=WaitLedger)
+    waited_at_send: float = 0.0
 
     def close(self) -> None:
         if self.sent_at is not None:
-            self.ms += (time.perf_counter() - self.sent_at) * 1000
+            waited_s = self.waits.total_s - self.waited_at_send
+            self.ms += max(0.0, (time.perf_counter() - self.sent_at - waited_s) * 1000)
             self.sent_at = None
 
 
@@ -114,6 +119,7 @@ async def _request_sent(request: httpx.Request) -> None:
         trips.close()
         trips.requests += 1
         trips.sent_at = time.perf_counter()
+        trips.waited_at_send = trips.waits.total_s
 
 
 async def _reply_came(response: httpx.Response) -> None:
@@ -270,7 +276,9 @@ class OpenAIToolAgent:
         trips = RoundTrips()
         token = _round_trips.set(trips)
         try:
-            return await self._converse(request, toolbox, trips)
+            with counting_waits() as waits:
+                trips.waits = waits
+                return await self._converse(request, toolbox, trips)
         finally:
             _round_trips.reset(token)
             trips.close()

@@ -15,6 +15,7 @@ from typing import Any
 
 from proctor.agents.agent_loop import on_agent_loop
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
+from proctor.call_clock import limited
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
 from proctor.user_code import AgentLoadError, load_python_target
 
@@ -227,11 +228,9 @@ class AgentInvoker:
                 request.own_ms = (time.perf_counter() - started) * 1000
 
     async def invoke(self, request: AgentRequest) -> AgentResponse:
-        try:
-            if self.timeout_s is None:
+        try:  # the timeout counts the agent's work, not its model calls' waits for quota
+            async with limited(self.timeout_s):
                 value = await self._call(request)
-            else:
-                value = await asyncio.wait_for(self._call(request), self.timeout_s)
         except TimeoutError:
             raise AgentTimeoutError(f"agent did not answer within {self.timeout_s:g} s") from None
         return coerce_response(value, request)
