@@ -29,6 +29,9 @@ def failure_pmf(attempts: int, passed_before: int, failed_before: int) -> list[f
     failed `failed_before` attempts in its history (Beta-Binomial posterior predictive)."""
     fail_shape = PRIOR_FAILURES + failed_before
     pass_shape = PRIOR_PASSES + passed_before
+    if attempts == 1:  # the nightly case: one attempt, in closed form (Laplace's rule)
+        failing = fail_shape / (fail_shape + pass_shape)
+        return [1.0 - failing, failing]
     base = _log_beta(fail_shape, pass_shape)
     return [
         math.exp(
@@ -80,12 +83,16 @@ class Surprise:
         return min(self.tonight, self.streak)
 
 
-def surprise(history: Sequence[tuple[int, int]], now: tuple[int, int]) -> Surprise:
+def surprise(
+    history: Sequence[tuple[int, int]], now: tuple[int, int], totals: tuple[int, int] | None = None
+) -> Surprise:
     """`history`: the case's (passed, attempts) per run of the window, oldest first; `now`:
-    tonight's. A case that passed every attempt tonight is no surprise (p = 1)."""
+    tonight's; `totals`: the history's (passed, attempts) when the caller has them. A case that
+    passed every attempt tonight is no surprise (p = 1)."""
     passed_now, attempts_now = now
-    passed = sum(k for k, _ in history)
-    attempts = sum(n for _, n in history)
+    if totals is None:
+        totals = (sum(k for k, _ in history), sum(n for _, n in history))
+    passed, attempts = totals
     failed_now = attempts_now - passed_now
     tonight = failure_tail(failed_now, attempts_now, passed, attempts - passed)
     if passed_now > 0 or attempts_now == 0:

@@ -35,6 +35,11 @@ class NightVerdict:
     history_runs: int
     labels: dict[str, str] = field(default_factory=dict)  # case id -> label, listed cases only
     significant: list[str] = field(default_factory=list)
+    # The rule this verdict replaced: cases that passed the night before and fail now.
+    pass_to_fail: int = 0
+
+    def count(self, label: str) -> int:
+        return sum(1 for value in self.labels.values() if value == label)
 
     def flagged(self, case_id: str) -> bool:
         """The case is named as broken: newly failing, or still failing after that."""
@@ -66,6 +71,7 @@ class SimulatedSuite:
         self.suite_id = suite_id or f"simulated-{uuid.uuid4().hex[:12]}"
         self.start = start or datetime(2026, 1, 1, 3, tzinfo=UTC)
         self.nights = 0
+        self.last: dict[str, list[bool]] = {}
 
     def store_night(self, outcomes: dict[str, list[bool]]) -> EvalRun:
         """A completed run whose cases passed (True) or failed per attempt, as given."""
@@ -133,7 +139,12 @@ class SimulatedSuite:
     def night(self, rng: random.Random, rates: Rates) -> NightVerdict | None:
         """Store one night drawn from `rates` and judge it; None on the first night (no history)."""
         number = self.nights
-        verdict = self.judge(self.store_night(self.draw(rng, rates)))
+        outcomes = self.draw(rng, rates)
+        pass_to_fail = sum(
+            1 for case, now in outcomes.items() if all(self.last.get(case, [False])) and not all(now)
+        )
+        self.last = outcomes
+        verdict = self.judge(self.store_night(outcomes))
         if verdict is None:
             return None
         return NightVerdict(
@@ -142,6 +153,7 @@ class SimulatedSuite:
             history_runs=verdict.history_runs,
             labels={case.case_id: case.label for case in verdict.cases},
             significant=list(verdict.significant_cases),
+            pass_to_fail=pass_to_fail,
         )
 
 

@@ -21,6 +21,7 @@ Two levels, on purpose:
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -250,35 +251,49 @@ def judge(
     case -> (passed, attempts); `now` this run's. Pure, so bench/alarms.py can simulate it; the
     database path (`compare_with_history`) calls exactly this."""
     baseline = history[-1] if baseline is None and history else (baseline or {})
-    per_case: dict[str, list[tuple[int, int]]] = {}
+    # Per case: the runs that had it, and its attempts and passes over them. Counted in C
+    # (Counter over the runs' keys), with only the runs where a case did not pass once in
+    # once looked at one by one: 10,000 cases x 30 runs are read and judged in about a second.
+    present: Counter[str] = Counter()
+    adjust: dict[str, list[int]] = {}  # case -> [passes, attempts] beyond one pass per run
     for run in history:
-        for case_id, counts in run.items():
-            per_case.setdefault(case_id, []).append(counts)
-    common = [case_id for case_id in now if case_id in per_case]
+        present.update(run.keys())
+        for case_id, (k, n) in [item for item in run.items() if item[1] != (1, 1)]:
+            entry = adjust.setdefault(case_id, [0, 0])
+            entry[0] += k - 1
+            entry[1] += n - 1
+    repeated = any(extra[1] > 0 for extra in adjust.values()) or any(n > 1 for _, n in now.values())
+    common = [case_id for case_id in now if case_id in present]
     per_case_level = significance / 2 / max(1, len(common))
-    repeated = any(n > 1 for _, n in now.values()) or any(n > 1 for run in history for _, n in run.values())
     labelled: list[CaseVerdict] = []
     pmfs: list[list[float]] = []
     observed = 0
     for case_id in sorted(now):
         passed_now, attempts_now = now[case_id]
-        runs = per_case.get(case_id)
-        if not runs:
+        runs_before = present.get(case_id, 0)
+        if not runs_before:
             case = CaseVerdict(case_id, "added", passed_now, attempts_now)
             case.evidence = _evidence(case, repeated, (0, 0))
             labelled.append(case)
             continue
-        passed_before = sum(k for k, _ in runs)
-        attempts_before = sum(n for _, n in runs)
+        extra = adjust.get(case_id, (0, 0))
+        passed_before, attempts_before = runs_before + extra[0], runs_before + extra[1]
         pmfs.append(failure_pmf(attempts_now, passed_before, attempts_before - passed_before))
         observed += attempts_now - passed_now
-        tonight = surprise(runs, (passed_now, attempts_now))
         failed_now = passed_now < attempts_now
-        flagged = failed_now and tonight.p_value <= CASE_FLAG_LEVEL
-        last_k, last_n = runs[-1]
+        last = next(run[case_id] for run in reversed(history) if case_id in run)
+        last_k, last_n = last
         last_failed = last_k < last_n
+        if not failed_now and not last_failed:
+            continue  # passing, as before: nothing to say
+        runs = [run[case_id] for run in history if case_id in run]
+        tonight = surprise(runs, (passed_now, attempts_now), (passed_before, attempts_before))
+        flagged = failed_now and tonight.p_value <= CASE_FLAG_LEVEL
         flagged_before = (
-            last_failed and len(runs) > 1 and surprise(runs[:-1], runs[-1]).p_value <= CASE_FLAG_LEVEL
+            last_failed
+            and len(runs) > 1
+            and surprise(runs[:-1], runs[-1], (passed_before - last_k, attempts_before - last_n)).p_value
+            <= CASE_FLAG_LEVEL
         )
         never_passed = passed_before == 0
         if failed_now:
@@ -286,10 +301,10 @@ def judge(
                 label = "still_failing" if flagged_before else "newly_failing"
             else:
                 label = "still_failing" if never_passed else "flaky"
-        elif last_failed and (flagged_before or never_passed):
+        elif flagged_before or never_passed:
             label = "fixed"
         else:
-            continue  # passing, as before: not listed
+            continue  # passing again after a failure its history expected
         streak = tonight.streak_runs
         if label == "fixed":
             streak = 0
@@ -304,7 +319,7 @@ def judge(
             attempts_now,
             passed_before=passed_before,
             attempts_before=attempts_before,
-            runs_before=len(runs),
+            runs_before=runs_before,
             streak_runs=streak,
             p_value=tonight.p_value if failed_now else 1.0,
             significant=failed_now and tonight.p_value < per_case_level,

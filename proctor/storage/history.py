@@ -13,8 +13,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import case as sql_case
-from sqlalchemy import func, or_
+from sqlalchemy import Integer, func, or_, type_coerce
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -89,18 +88,30 @@ def history_window(
     return list(reversed(runs))
 
 
+PASSED, FAILED = (1, 1), (0, 1)  # one attempt's counts, shared: most cases run once a night
+
+
 def pass_counts_by_run(*, session: Session, run_ids: list[uuid.UUID]) -> dict[uuid.UUID, Counts]:
-    """Per run, per case: (attempts passed, attempts), in one grouped query."""
-    result: dict[uuid.UUID, Counts] = {run_id: {} for run_id in run_ids}
-    if not run_ids:
-        return result
+    """Per run, per case: (attempts passed, attempts). One query per run, each a range of
+    `ix_case_result_history` read in index order and counted here: on SQLite, a GROUP BY over
+    the same rows takes three times as long as reading them (10,000 cases x 30 runs)."""
     table = CaseResultRow.__table__  # type: ignore[attr-defined]
-    passed = func.sum(sql_case((table.c.passed.is_(True), 1), else_=0))
-    query = (
-        sa_select(table.c.run_id, table.c.case_id, passed, func.count())
-        .where(table.c.run_id.in_(run_ids))
-        .group_by(table.c.run_id, table.c.case_id)
-    )
-    for run_id, case_id, k, n in session.connection().execute(query):
-        result[run_id][case_id] = (int(k or 0), int(n))
+    passed = type_coerce(table.c.passed, Integer)  # 0 / 1 / NULL as they are, no per-row conversion
+    connection = session.connection()
+    result: dict[uuid.UUID, Counts] = {}
+    for run_id in run_ids:
+        result_rows = connection.execute(sa_select(table.c.case_id, passed).where(table.c.run_id == run_id))
+        # The driver's own tuples: nothing to convert in these two columns, and building a
+        # Row per tuple cost as much as the query.
+        rows = result_rows.cursor.fetchall()
+        result_rows.close()
+        counts: Counts = {case_id: PASSED if ok else FAILED for case_id, ok in rows}
+        if len(counts) != len(rows):  # repeats: several rows a case
+            tally: dict[str, list[int]] = {}
+            for case_id, ok in rows:
+                entry = tally.setdefault(case_id, [0, 0])
+                entry[0] += 1 if ok else 0
+                entry[1] += 1
+            counts = {case_id: (k, n) for case_id, (k, n) in tally.items()}
+        result[run_id] = counts
     return result
