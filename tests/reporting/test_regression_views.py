@@ -66,7 +66,7 @@ def test_reports_show_labels_added_removed_and_metric_means(session: Session, tm
     markdown = files.markdown.read_text()
     assert "newly failing 1 · still failing 0 · flaky 1 · fixed 0 · added 1 · removed 1" in markdown
     assert (
-        "| `steady` | newly failing | passed 6 of the last 6 runs (a 13% chance if nothing changed) |"
+        "| `steady` | newly failing | passed 6 of the last 6 runs (a 12% chance if nothing changed) |"
         in markdown
     )
     assert "| `wobbly` | flaky | passed 3 of 7 runs, tonight's included |" in markdown
