@@ -23,6 +23,7 @@ from proctor.models.holodeck_tools import (
     TOOL_TYPES,
     DatabaseConfig,
     HierarchicalDocumentTool,
+    PromptTool,
     VectorstoreTool,
 )
 
@@ -281,6 +282,11 @@ def tool_entries(
             problems += _vectorstore_findings(file, index, tool, raw, warnings, where)
         elif isinstance(tool, HierarchicalDocumentTool):
             problems += _hierarchical_findings(file, index, tool, raw, warnings, where)
+        elif isinstance(tool, PromptTool):
+            warnings.append(
+                f"{where}: prompt tools are not run by HoloDeck 0.7.1 (its backends skip them: its model is "
+                "never offered one); Proctor offers and runs it as HoloDeck's documentation describes"
+            )
         entries.append(tool)
     names = [getattr(entry, "name", None) for entry in entries]
     duplicates = sorted({name for name in names if name is not None and names.count(name) > 1})

@@ -33,10 +33,17 @@ def _hierarchical_document(entry: Mapping[str, Any], context: ToolContext) -> To
     return HierarchicalDocumentRunner(entry, context)
 
 
+def _prompt(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
+    from proctor.agents.tools.prompt_runner import PromptRunner
+
+    return PromptRunner(entry, context)
+
+
 RUNNERS: dict[str, RunnerFactory] = {
     "vectorstore": _vectorstore,
     "mcp": _mcp,
     "hierarchical_document": _hierarchical_document,
+    "prompt": _prompt,
 }
 
 # HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
