@@ -10,7 +10,7 @@ import platform
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,8 @@ class ReportItem:
     turns: list[AgentTurn]
     reasons: list[str | None]
     tool_diffs: list[dict[str, Any]]
+    # a reason shown even on a pass: a Vanna case passed by default, without an expected outcome
+    passed_by_default: list[bool] = field(default_factory=list)
 
 
 def environment_info() -> dict[str, str]:
@@ -121,6 +123,7 @@ def _markdown_case(row: Any, metric_rows: list[Any], result: TestResult, number:
         turns=turns,
         reasons=[metric.reason for metric in metric_rows],
         tool_diffs=[] if row.passed else case_tool_diffs(turns, metric_rows),
+        passed_by_default=[bool((metric.details or {}).get("no_expected_outcome")) for metric in metric_rows],
     )
     return render("report_case.md.j2", item=item, number=number)
 

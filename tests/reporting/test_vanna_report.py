@@ -159,3 +159,15 @@ def test_the_vanna_report_scores_are_vannas_overall_scores(sqlite_url: str, tmp_
         "Output evaluation: Expected content 'revenue' not found in output; Forbidden content 'error' "
         "found in output",
     ]
+
+
+def test_the_markdown_report_says_why_a_case_without_outcome_passed(sqlite_url: str, tmp_path: Path) -> None:
+    from proctor.reporting.reports import markdown_report
+
+    suite = "dataset:\n  name: chat\n  test_cases:\n    - {id: hello, message: hi}\n"
+    run_id = _run(sqlite_url, tmp_path, suite, STEADY, "v")
+    with Session(get_engine(sqlite_url)) as session:
+        text = "".join(markdown_report(session=session, run=session.get(EvalRun, run_id)))
+    assert (
+        "PASSED" in text and text.count("(No expected outcome specified, passing by default)") == 2
+    )  # trajectory, output
