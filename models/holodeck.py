@@ -7,7 +7,7 @@ Framework" is here, so a HoloDeck report written by Proctor validates against th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -180,19 +180,25 @@ class ProcessedFileInput(BaseModel):
 
 
 class MetricResult(BaseModel):
-    """Result of evaluating a single metric."""
+    """Result of evaluating a single metric.
+
+    `kind` and `reasoning`, and `scale` as text ("0-1"), are HoloDeck 0.7.1's own
+    (holodeck/models/test_result.py), where its code and the seed document differ: a HoloDeck
+    suite's report.json carries them so it validates against HoloDeck's `TestReport`."""
 
     model_config = ConfigDict(extra="forbid")
 
     metric_name: str
+    kind: Literal["standard", "rag", "geval", "code"] | None = None
     score: float | None = None
     threshold: float | None = None
     passed: bool
-    scale: int | None = None
+    scale: int | str | None = None
     error: str | None = None
     retry_count: int = Field(default=0, ge=0, le=3)
     evaluation_time_ms: int = Field(ge=0)
     model_used: str | None = None
+    reasoning: str | None = None
     # Proctor's addition: True for a value reported without a verdict (ADK's efficiency metrics:
     # tool calls, tokens, seconds), whose `passed` is always true because it never fails a case.
     # Absent (None) on every other result, so HoloDeck's own results are written unchanged.
@@ -207,7 +213,7 @@ class MetricResult(BaseModel):
 
     @model_validator(mode="after")
     def _score_within_scale(self) -> MetricResult:
-        if self.score is not None and self.scale is not None and not (0.0 <= self.score <= self.scale):
+        if self.score is not None and isinstance(self.scale, int) and not (0.0 <= self.score <= self.scale):
             raise ValueError(f"score {self.score} is outside the scale 0..{self.scale}")
         return self
 

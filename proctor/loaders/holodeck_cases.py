@@ -137,6 +137,7 @@ def metric_from_typed(
             )
         if entry.get("threshold") is None:
             entry["threshold"] = JUDGED_DEFAULT_THRESHOLD
+        entry.setdefault("label", metric_type)  # HoloDeck names the result by its metric_type
         if metric_type not in RAG_METRICS:
             warnings.append(
                 f"{file}: {location}: rag metric_type {metric_type!r} is not supported yet and is skipped "

@@ -31,10 +31,42 @@ def iso(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def metric_result(row: MetricResultRow) -> MetricResult:
+RAG_RESULT_NAMES = frozenset(
+    {"faithfulness", "contextual_relevancy", "contextual_precision", "contextual_recall", "answer_relevancy"}
+)
+
+
+def holodeck_kind(metric_name: str, args: dict[str, Any]) -> str:
+    """HoloDeck's `kind` of a result from a HoloDeck suite: its metric entry's `type` (a
+    grader's, a G-Eval's criteria, a rag metric's name; anything else is standard)."""
+    if "grader" in args:
+        return "code"
+    if "criteria" in args:
+        return "geval"
+    return "rag" if metric_name in RAG_RESULT_NAMES else "standard"
+
+
+def as_holodeck(result: MetricResult, args: dict[str, Any], reason: str | None) -> MetricResult:
+    """A result as HoloDeck 0.7.1's executor records it (holodeck/models/test_result.py): with
+    its `kind`, the scale "0-1" (scores are stored on 0..1), a score of 0.0 where the metric
+    errored, the judge's reason as `reasoning`, and no field HoloDeck's model lacks."""
+    kind = holodeck_kind(result.metric_name, args)
+    return result.model_copy(
+        update={
+            "kind": kind,
+            "scale": "0-1",
+            "score": result.score if result.score is not None else 0.0,
+            "reasoning": reason if kind in ("geval", "rag") else None,
+            "informational": None,
+        }
+    )
+
+
+def metric_result(row: MetricResultRow, holodeck: bool = False) -> MetricResult:
     """HoloDeck's `MetricResult`; an informational value (tool calls, tokens, seconds) keeps its
-    own unit as its score, with `informational: true` and no threshold."""
-    return MetricResult(
+    own unit as its score, with `informational: true` and no threshold. `holodeck`: in the
+    shape HoloDeck 0.7.1's own code writes (`as_holodeck`), for a HoloDeck suite's report."""
+    result = MetricResult(
         metric_name=row.metric_name,
         score=row.score,
         threshold=row.threshold,
@@ -46,6 +78,7 @@ def metric_result(row: MetricResultRow) -> MetricResult:
         model_used=row.model_used,
         informational=True if row.informational else None,
     )
+    return as_holodeck(result, row.args, row.reason) if holodeck else result
 
 
 def informational_values(metrics: list[MetricResultRow]) -> list[InformationalResult]:
@@ -103,7 +136,7 @@ def case_label(row: Any) -> str:
     return f"{name} (repeat {attempt + 1})" if attempt else name
 
 
-def _turn_results(row: CaseResultRow) -> list[TurnResult] | None:
+def _turn_results(row: CaseResultRow, holodeck: bool = False) -> list[TurnResult] | None:
     """Each turn's own result, for a case that was scored turn by turn."""
     turns = [AgentTurn.model_validate(turn) for turn in row.turns]
     if not any(turn.passed is not None for turn in turns):
@@ -116,7 +149,12 @@ def _turn_results(row: CaseResultRow) -> list[TurnResult] | None:
             ground_truth=turn.expected_response,
             tool_calls=[call.name for call in turn.tool_calls],
             tools_matched=turn.tools_matched,
-            metric_results=[metric.to_metric_result() for metric in turn.metrics],
+            metric_results=[
+                as_holodeck(metric.to_metric_result(), metric.args, metric.reason)
+                if holodeck
+                else metric.to_metric_result()
+                for metric in turn.metrics
+            ],
             passed=bool(turn.passed),
             execution_time_ms=int(turn.latency_ms),
             errors=[e for e in [turn.error, *turn.tool_problems] if e],
@@ -125,8 +163,9 @@ def _turn_results(row: CaseResultRow) -> list[TurnResult] | None:
     ]
 
 
-def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResult:
-    """HoloDeck's `TestResult` for one stored case.
+def test_result(row: CaseResultRow, metrics: list[MetricResultRow], holodeck: bool = False) -> TestResult:
+    """HoloDeck's `TestResult` for one stored case (`holodeck`: its metrics as HoloDeck 0.7.1
+    writes them, for a HoloDeck suite, so report.json validates against HoloDeck's own model).
 
     A case whose agent failed before its tools were checked has expected tools and no verdict
     on them: it did not meet them (HoloDeck requires `tools_matched` with `expected_tools`).
@@ -134,7 +173,7 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResul
     tools_matched = row.tools_matched
     if tools_matched is None and row.expected_tools is not None:
         tools_matched = False
-    turns = _turn_results(row)
+    turns = _turn_results(row, holodeck)
     return TestResult(
         test_name=case_label(row),
         test_input=row.input,
@@ -144,7 +183,7 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow]) -> TestResul
         expected_tools=row.expected_tools,
         tools_matched=tools_matched,
         turns=turns,
-        metric_results=[metric_result(metric) for metric in metrics],
+        metric_results=[metric_result(metric, holodeck) for metric in metrics],
         ground_truth=row.ground_truth if turns is None else None,  # per turn, as HoloDeck has it
         passed=bool(row.passed),
         execution_time_ms=int(row.execution_ms),

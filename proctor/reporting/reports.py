@@ -133,7 +133,12 @@ def markdown_report(*, session: Session, run: EvalRun) -> Iterator[str]:
     stats = metric_stats(session=session, run_id=run.id)
     yield _markdown_head(session, run, _header(run), report_summary(session=session, run=run), stats)
     for number, (row, metric_rows) in enumerate(iter_results(session=session, run_id=run.id), start=1):
-        yield _markdown_case(row, metric_rows, test_result(row, metric_rows), number)
+        yield _markdown_case(row, metric_rows, test_result(row, metric_rows, holodeck=_holodeck(run)), number)
+
+
+def _holodeck(run: EvalRun) -> bool:
+    """A HoloDeck suite's report.json is written as HoloDeck 0.7.1's code writes its own."""
+    return run.source_format == "holodeck"
 
 
 def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportFiles:
@@ -178,7 +183,7 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
         for number, (row, metric_rows) in enumerate(iter_results(session=session, run_id=run.id), start=1):
             html.add(row, metric_rows)
             junit.add(row, metric_rows)
-            result = test_result(row, metric_rows)
+            result = test_result(row, metric_rows, holodeck=_holodeck(run))
             separator = ",\n" if number > 1 else ""
             out_json.write(f"{separator}    {to_json(result)}")
             out_md.write(_markdown_case(row, metric_rows, result, number))

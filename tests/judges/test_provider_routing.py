@@ -91,7 +91,7 @@ def _headers_hold_no_foreign_key(api: FakeOpenAI) -> None:
         assert OPENAI_SECRET not in sent and JUDGE_SECRET not in sent, request["headers"]
 
 
-SCORED = [("Correctness", 1.0, True, None), ("groundedness", 1.0, True, None)]
+SCORED = [("Correctness", 1.0, True, None), ("faithfulness", 1.0, True, None)]
 
 
 @pytest.mark.parametrize("key_from", ["model", "environment"])

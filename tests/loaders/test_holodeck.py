@@ -73,7 +73,7 @@ def test_typed_metrics_map_onto_the_registry(agent_dir: Path) -> None:
     names = [(spec.name, spec.label) for spec in conversation.metrics]
     assert names[:5] == [
         ("geval", "Helpfulness"),
-        ("groundedness", None),
+        ("groundedness", "faithfulness"),  # named as HoloDeck names the result
         ("token_f1", None),
         ("numeric", None),
         ("contains", None),

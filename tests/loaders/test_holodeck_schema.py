@@ -47,8 +47,8 @@ def test_a_file_using_every_field_loads(full_schema) -> None:
         "meteor",
         "coherence",
         "Politeness",
-        "groundedness",
-        "relevance",
+        "faithfulness",
+        "answer_relevancy",
         "Mentions order",
     ]
 
