@@ -48,13 +48,23 @@ def _entry(row: CaseResultRow, metrics: list[MetricResultRow]) -> dict[str, Any]
 
 
 def case_rows(*, session: Session, run: EvalRun, limit: int = MAX_TABLE_ROWS) -> list[dict[str, Any]]:
-    """One row per case for a table, failing cases first, at most `limit` rows."""
-    rows = [_entry(*r) for r in iter_results(session=session, run_id=run.id, passed=False, limit=limit)]
+    """One row per case for a table, failing cases first, at most `limit` rows; each with its
+    label against the history (newly failing, flaky, ...), as the reports and Slack give it."""
+    rows = [
+        _entry(*r) | {"case_id": r[0].case_id}
+        for r in iter_results(session=session, run_id=run.id, passed=False, limit=limit)
+    ]
     if len(rows) < limit:
         rows += [
-            _entry(*r)
+            _entry(*r) | {"case_id": r[0].case_id}
             for r in iter_results(session=session, run_id=run.id, passed=True, limit=limit - len(rows))
         ]
+    from proctor.regression import LABEL_NAMES
+
+    labels = {c["case_id"]: c["label"] for c in (run.comparison or {}).get("cases") or []}
+    for row in rows:
+        label = labels.get(row.pop("case_id"))
+        row["label"] = LABEL_NAMES.get(label, label) if label else ("passing" if row["passed"] else "")
     return rows
 
 

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from proctor.models.tables import RunStatus
 from proctor.regression import record_comparison
-from proctor.reporting import write_reports
+from proctor.reporting import case_rows, write_reports
 from proctor.reporting.html import trend
 from proctor.storage import get_engine
 from tests.factories import seed_run
@@ -49,6 +49,12 @@ def _tonight(session: Session) -> object:
     assert record_comparison(session=session, run=run) is not None
     session.commit()
     return run
+
+
+def test_the_prefect_case_table_labels_each_case(session: Session) -> None:
+    run = _tonight(session)
+    labels = {row["case"]: row["label"] for row in case_rows(session=session, run=run)}
+    assert labels == {"steady": "newly failing", "wobbly": "flaky", "brand_new": "added"}
 
 
 def test_the_trend_ends_with_the_run_itself(session: Session) -> None:
