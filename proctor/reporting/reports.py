@@ -19,7 +19,7 @@ from sqlmodel import Session, select
 
 from proctor import __version__
 from proctor.costs import run_totals
-from proctor.models.agentflow import CriterionStats, EvalSummary
+from proctor.models.agentflow import CriterionStats, EvalCaseResult, EvalSummary
 from proctor.models.holodeck import ReportSummary, TestResult
 from proctor.models.outcome import AgentTurn
 from proctor.models.tables import CaseResultRow, EvalRun
@@ -166,6 +166,12 @@ def write_reports(*, session: Session, run: EvalRun, directory: Path) -> ReportF
     return files
 
 
+def _seed_shaped(result: EvalCaseResult) -> dict[str, Any]:
+    """A case as agentflow's `EvalCaseResult` must read it: `name` and `error` are required
+    there (`str | None` with no default), so they are written as null, never left out."""
+    return result.model_dump(mode="json", exclude_none=True) | {"name": result.name, "error": result.error}
+
+
 def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporary: list[Path]) -> None:
     header = _header(run)
     summary = report_summary(session=session, run=run)
@@ -187,7 +193,7 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
             separator = ",\n" if number > 1 else ""
             out_json.write(f"{separator}    {to_json(result)}")
             out_md.write(_markdown_case(row, metric_rows, result, number))
-            out_eval.write(f"{separator}    {to_json(eval_case_result(row, metric_rows))}")
+            out_eval.write(f"{separator}    {to_json(_seed_shaped(eval_case_result(row, metric_rows)))}")
             scores = [m.score for m in metric_rows if m.score is not None and not m.informational]
             case_scores.append(sum(scores) / len(scores) if scores else float(bool(row.passed)))
         out_json.write(render("test_report_tail.json.j2", report=header, summary=summary))

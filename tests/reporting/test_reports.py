@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from sqlmodel import Session
 
 from proctor.models.agentflow import EvalReport
@@ -111,3 +112,44 @@ def test_reports_of_a_stored_run_agree_with_the_database(sqlite_url: str, tmp_pa
     assert "2/3 passed" in summary and "contains below threshold" in summary
     assert not list(files.directory.glob("*.tmp"))
     assert json.loads(files.json.read_text())["holodeck_version"].startswith("proctor ")
+
+
+SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "agentflow-evaluation-data-models.md"
+SEED_MODELS = ("EvalReport", "EvalSummary", "EvalCaseResult", "CriterionResult")
+
+
+def _seed_models() -> dict[str, type]:
+    """The agentflow seed's own result models, executed from its code blocks as written
+    (its `CriterionStats` is not given there: any mapping)."""
+    import re
+    from datetime import datetime
+    from typing import Any
+
+    from pydantic import BaseModel
+
+    namespace: dict[str, object] = {
+        "BaseModel": BaseModel, "Any": Any, "datetime": datetime, "CriterionStats": dict[str, Any]
+    }  # fmt: skip
+    for block in re.findall(r"```python\n(.*?)```", SEED.read_text(encoding="utf-8"), flags=re.S):
+        if any(f"class {name}(BaseModel)" in block for name in SEED_MODELS):
+            exec("\n".join(line for line in block.splitlines() if not line.startswith("from ")), namespace)
+    for name in ("CriterionResult", "EvalCaseResult", "EvalSummary", "EvalReport"):
+        namespace[name].model_rebuild(_types_namespace=namespace)  # type: ignore[attr-defined]
+    return {name: namespace[name] for name in SEED_MODELS}  # type: ignore[misc]
+
+
+@pytest.mark.needs_shared
+def test_eval_report_json_validates_against_the_agentflow_seeds_own_models(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    if not SEED.is_file():
+        pytest.skip(f"needs ../shared (the agentflow seed, {SEED.name})")
+    run = _stored_run(sqlite_url, tmp_path, {"a": "Open 9 to 5", "b": "Closed"})
+    with Session(get_engine(sqlite_url)) as session:
+        files = write_reports(session=session, run=session.get(EvalRun, run.id), directory=tmp_path / "out")
+    written = json.loads(files.eval_report.read_text())
+    report = _seed_models()["EvalReport"].model_validate(written)
+    assert [(r.eval_id, r.name, r.error, r.passed) for r in report.results] == [
+        ("a", None, None, True),
+        ("b", None, None, False),
+    ]
