@@ -136,6 +136,13 @@ def case_label(row: Any) -> str:
     return f"{name} (repeat {attempt + 1})" if attempt else name
 
 
+def whole_ms(milliseconds: float) -> int:
+    """HoloDeck's `execution_time_ms` is whole milliseconds: rounded half up, as SQL's `round`
+    rounds the summary's total of them (cut, as `int` cuts, the cases summed to up to 12 % less
+    than the total they were reported beside)."""
+    return int(max(0.0, milliseconds) + 0.5)
+
+
 def _turn_results(row: CaseResultRow, holodeck: bool = False) -> list[TurnResult] | None:
     """Each turn's own result, for a case that was scored turn by turn."""
     turns = [AgentTurn.model_validate(turn) for turn in row.turns]
@@ -156,7 +163,7 @@ def _turn_results(row: CaseResultRow, holodeck: bool = False) -> list[TurnResult
                 for metric in turn.metrics
             ],
             passed=bool(turn.passed),
-            execution_time_ms=int(turn.latency_ms),
+            execution_time_ms=whole_ms(turn.latency_ms),
             errors=[e for e in [turn.error, *turn.tool_problems] if e],
         )
         for index, turn in enumerate(turns)
@@ -186,7 +193,7 @@ def test_result(row: CaseResultRow, metrics: list[MetricResultRow], holodeck: bo
         metric_results=[metric_result(metric, holodeck) for metric in metrics],
         ground_truth=row.ground_truth if turns is None else None,  # per turn, as HoloDeck has it
         passed=bool(row.passed),
-        execution_time_ms=int(row.execution_ms),
+        execution_time_ms=whole_ms(row.execution_ms),
         errors=list(row.errors),
         timestamp=iso(row.finished_at or row.started_at),
     )

@@ -66,7 +66,10 @@ def report_summary(*, session: Session, run: EvalRun) -> ReportSummary:
     """HoloDeck's summary, computed in SQL."""
     counts = tally(session=session, run_id=run.id)
     duration = session.exec(
-        select(func.coalesce(func.sum(CaseResultRow.execution_ms), 0)).where(CaseResultRow.run_id == run.id)
+        # the sum of the cases' whole milliseconds as each case shows them (`whole_ms`)
+        select(func.coalesce(func.sum(func.round(CaseResultRow.execution_ms)), 0)).where(
+            CaseResultRow.run_id == run.id
+        )
     ).one()
     stats = metric_stats(session=session, run_id=run.id)
     return ReportSummary(

@@ -112,6 +112,10 @@ def test_reports_of_a_stored_run_agree_with_the_database(sqlite_url: str, tmp_pa
     assert "2/3 passed" in summary and "contains below threshold" in summary
     assert not list(files.directory.glob("*.tmp"))
     assert json.loads(files.json.read_text())["holodeck_version"].startswith("proctor ")
+    # the summary's total is the sum of the cases' whole milliseconds as shown, to the ms
+    assert report.summary.total_duration_ms == sum(r.execution_time_ms for r in report.results)
+    junit = files.junit.read_text()
+    assert 'tests="3"' in junit and 'failures="1"' in junit and 'skipped="0"' in junit
 
 
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "agentflow-evaluation-data-models.md"
