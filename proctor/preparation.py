@@ -60,20 +60,37 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
         note_agent_override(suite, agent)
     elif suite.agent:
         agent = resolve_relative_target(suite.agent, Path(suite.path).parent)
+    elif request.variants:  # each variant names its own agent: no other one is called
+        agent = request.variants[0].agent
     else:
         raise SuiteError(
             [
                 Problem(
-                    suite.path, "metadata.agent", "no agent: pass --agent module:attr or set it in the suite"
+                    suite.path,
+                    "metadata.agent",
+                    "no agent: pass --agent module:attr (or file.py:attr, openai:agent.yaml, "
+                    "http:endpoint.yaml), or set metadata.agent in the suite",
                 )
             ]
         )
-    load_target(agent)
+    if not request.variants or request.agent or suite.agent:
+        load_target(agent)
     names = [variant.name for variant in request.variants]
     if len(set(names)) != len(names):
         raise SuiteError([Problem(suite.path, "variants", f"variant names must be unique; got {names}")])
     for variant in request.variants:
-        load_target(variant.agent)
+        try:
+            load_target(variant.agent)
+        except AgentLoadError as error:  # named as the user gave it, not as the suite's agent
+            raise SuiteError(
+                [
+                    Problem(
+                        suite.path,
+                        f"--variant {variant.name}={variant.agent}",
+                        f"{error}; expected NAME=TARGET, TARGET as --agent takes it",
+                    )
+                ]
+            ) from None
     cases = select_cases(suite, request.tags, request.cases, request.metadata)
     if request.model_call_limit:
         check_concurrency_limit(suite, request.model_call_limit)
@@ -160,6 +177,19 @@ def check_concurrency_limit(suite: Suite, name: str) -> None:
             ) from None
 
 
+def _default_note(suite: Suite) -> str:
+    """For a judge the user never wrote: where it came from, and how to choose others."""
+    source = suite.metadata.get("criteria_source")
+    if not source:
+        return ""
+    return (
+        f". This metric is one of agentflow's default criteria ({source}: trajectory_match, "
+        "response_match, llm_judge), used because the suite names none: to run without a judge, "
+        "choose the criteria in metadata.eval_config.criteria, an eval_config.json beside the "
+        'suite, or --config FILE (e.g. {"criteria": {"response_match": 0.7}})'
+    )
+
+
 def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
     """A judged metric without an API key is a configuration error, found before the run."""
     problems = []
@@ -178,7 +208,9 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
             try:  # a Prefect Secret block is read now too: a missing one fails no case later
                 resolve_api_key(spec.model)
             except CredentialError as error:
-                problems.append(Problem(suite.path, f"metric {spec.name!r}", str(error)))
+                problems.append(
+                    Problem(suite.path, f"metric {spec.name!r}", str(error) + _default_note(suite))
+                )
             if spec.model is not None and spec.model.provider != "openai":
                 from proctor.agents.providers import provider_problem  # imports openai: on use
 

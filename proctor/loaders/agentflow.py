@@ -157,7 +157,12 @@ def load_agentflow(path: Path, document: Any, config_path: Path | None) -> Suite
         source_format="agentflow",
         cases=cases,
         agent=agent if isinstance(agent, str) else None,
-        metadata={**evalset.metadata, "eval_config": config.model_dump(mode="json")},
+        metadata={
+            **evalset.metadata,
+            "eval_config": config.model_dump(mode="json"),
+            # where the criteria came from, for errors about a metric the user never wrote
+            **({"criteria_source": config_source} if is_default else {}),
+        },
         warnings=warnings,
     )
 

@@ -1,0 +1,74 @@
+"""What a newcomer meets in the first hour: each error says what is wrong and what to do next."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from proctor.cli import EXIT_BAD_INPUT, EXIT_PASSED, main
+
+AGENT = "def agent(request):\n    return 'Sunny.'\n"
+
+
+def _suite(folder: Path, *, agent: bool = False) -> Path:
+    (folder / "agent.py").write_text(AGENT)
+    turn = {
+        "invocation_id": "t1",
+        "user_content": {"role": "user", "content": "Weather?"},
+        "expected_final_response": {"role": "assistant", "content": "Sunny."},
+    }
+    suite = {"eval_set_id": "mine", "eval_cases": [{"eval_id": "c1", "conversation": [turn]}]}
+    if agent:
+        suite["metadata"] = {"agent": "agent.py:agent"}
+    path = folder / "mine.evalset.json"
+    path.write_text(json.dumps(suite))
+    return path
+
+
+def _run(suite: Path, folder: Path, *options: str) -> int:
+    db = f"sqlite:///{folder / 'r.db'}"
+    return main(
+        [
+            "run",
+            str(suite),
+            "--db",
+            db,
+            "--no-prefect",
+            "--no-progress",
+            "--output",
+            str(folder / "out"),
+            *options,
+        ]
+    )
+
+
+def test_a_judge_from_agentflows_default_criteria_says_where_it_came_from_and_how_to_choose(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "PROCTOR_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    suite = _suite(tmp_path)
+    assert _run(suite, tmp_path, "--agent", f"{tmp_path / 'agent.py'}:agent") == EXIT_BAD_INPUT
+    error = " ".join(capsys.readouterr().err.split())
+    assert "metric 'llm_judge': no API key for the judge" in error
+    assert "one of agentflow's default criteria" in error and "--config FILE" in error
+    # what it says to do works: criteria of one's own, no judge, the run goes
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"response_match": 0.7}}))
+    assert _run(suite, tmp_path, "--agent", f"{tmp_path / 'agent.py'}:agent") == EXIT_PASSED
+
+
+def test_variants_without_agent_run_each_variant_and_a_bad_one_is_named_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    suite = _suite(tmp_path)
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"response_match": 0.7}}))
+    good = f"{tmp_path / 'agent.py'}:agent"
+    assert _run(suite, tmp_path, "--variant", f"a={good}", "--variant", f"b={good}") == EXIT_PASSED
+    assert "best variant" in capsys.readouterr().out
+    assert _run(
+        suite, tmp_path, "--variant", f"a={good}", "--variant", f"b={tmp_path / 'agent.py'}:nope"
+    ) == (EXIT_BAD_INPUT)
+    error = " ".join(capsys.readouterr().err.split())
+    assert f"--variant b={tmp_path / 'agent.py'}:nope" in error and "metadata.agent" not in error
