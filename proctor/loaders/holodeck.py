@@ -135,7 +135,9 @@ def load_holodeck(path: Path, document: Any) -> Suite:
                 problems += check_specs([(str(path), location, spec_from_evaluation_metric(metric))])
         if not evaluations.get("metrics"):
             problems.append(Problem(str(path), "evaluations.metrics", "List should have at least 1 item"))
-    block_specs = [spec_from_evaluation_metric(metric, default_model) for metric in metrics]
+    block_specs = [
+        holodeck.deepeval_judge(spec_from_evaluation_metric(metric, default_model)) for metric in metrics
+    ]
     raw_cases, file_problems, cases_file = _holodeck_test_cases(path, document)
     where = str(cases_file)  # problems in the cases name the file they are in
     problems += file_problems

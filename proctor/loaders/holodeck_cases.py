@@ -371,6 +371,18 @@ def multi_turn_case(
     ), []
 
 
+def deepeval_judge(spec: MetricSpec) -> MetricSpec:
+    """A G-Eval or RAG metric's judge called as HoloDeck calls it: HoloDeck hands DeepEval the
+    model's provider, name, endpoint and key only (`TestExecutor._build_deepeval_config`), at
+    temperature 0 (`DeepEvalModelConfig`: 1.0 on Azure, for its reasoning models) and without
+    the model's max_tokens or top_p, which are the agent's settings."""
+    if spec.model is None or not (spec.name == "geval" or spec.label in RAG_METRIC_TYPES):
+        return spec
+    temperature = 1.0 if spec.model.provider == "azure_openai" else 0.0
+    judge = spec.model.model_copy(update={"temperature": temperature, "max_tokens": None, "top_p": None})
+    return spec.model_copy(update={"model": judge})
+
+
 def model_at(mapping: dict[str, Any], location: str, file: str) -> tuple[LLMProvider | None, list[Problem]]:
     """The model under the last key of `location` (the agent's `model`, `evaluations.model`),
     checked as HoloDeck's `LLMProvider` checks it; its problems are named by that location."""

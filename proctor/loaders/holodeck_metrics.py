@@ -85,7 +85,7 @@ def case_metrics(
             problems.append(Problem(file, at, str(error)))
             continue
         if metric is not None:
-            spec = spec_from_evaluation_metric(metric, default_model)
+            spec = holodeck.deepeval_judge(spec_from_evaluation_metric(metric, default_model))
             problems += check_specs([(file, at, spec)])
             specs.append(spec)
     return specs, problems

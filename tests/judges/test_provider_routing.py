@@ -116,6 +116,10 @@ def test_azure_judges_use_the_deployment_path_api_version_and_api_key_header(
                 == "/openai/deployments/hours-deployment/chat/completions?api-version=2024-06-01"
             )
             assert request["headers"]["api-key"] == "az-secret"
+        agent, *judges = (request["body"] for request in api.requests)
+        assert (agent["temperature"], agent["max_tokens"]) == (0.3, 1000)  # HoloDeck's model defaults
+        # DeepEval's Azure judge, as HoloDeck builds it: temperature 1.0, no max_tokens
+        assert all(judge["temperature"] == 1.0 and "max_tokens" not in judge for judge in judges)
         _headers_hold_no_foreign_key(api)
 
 
@@ -127,6 +131,8 @@ def test_ollama_judges_use_its_openai_compatible_path_and_are_sent_no_key(tmp_pa
         )
         assert (code, metrics) == (EXIT_PASSED, SCORED)
         assert [request["path"] for request in api.requests] == ["/v1/chat/completions"] * 3
+        judges = [request["body"] for request in api.requests[1:]]
+        assert all(judge["temperature"] == 0.0 and "max_tokens" not in judge for judge in judges)
         _headers_hold_no_foreign_key(api)
 
 

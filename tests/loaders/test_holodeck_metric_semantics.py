@@ -92,3 +92,21 @@ def test_numeric_on_a_yes_no_truth_fails_the_metric_as_holodeck_does(tmp_path: P
     result = _scored(numeric, "yes", "yes")
     assert (result.score, result.passed, result.error) == (0.0, False, None)
     assert "not a number" in result.reason
+
+
+def test_deepeval_judges_take_holodecks_settings_not_the_agents(tmp_path: Path) -> None:
+    """With no evaluations model the agent's judges G-Eval and RAG, at HoloDeck's DeepEval
+    settings: temperature 0 (1.0 on Azure), without the agent's max_tokens."""
+    (tmp_path / "agent.yaml").write_text(
+        "model: {provider: openai, name: gpt-4o, temperature: 0.7, max_tokens: 50}\n"
+        "instructions: {inline: hi}\n"
+        "evaluations:\n  metrics:\n"
+        "    - {type: geval, name: Tone, criteria: Polite}\n"
+        "    - {type: rag, metric_type: faithfulness}\n"
+        "    - {type: geval, name: Azure, criteria: Polite, model: {provider: azure_openai, name: d, endpoint: 'http://h'}}\n"
+        "test_cases: [{input: q, ground_truth: a}]\n"
+    )
+    specs = {spec.label: spec for spec in load_suite(tmp_path / "agent.yaml").cases[0].metrics}
+    for label, temperature in (("Tone", 0.0), ("faithfulness", 0.0), ("Azure", 1.0)):
+        assert (specs[label].model.temperature, specs[label].model.max_tokens) == (temperature, None)
+    assert specs["Tone"].model.name == "gpt-4o"
