@@ -383,9 +383,9 @@ def response_format(value: dict[str, Any] | str | None, name: str, base_dir: Pat
     return {"type": "json_schema", "json_schema": {"name": schema_name, "schema": value}}
 
 
-# Keys resolved when used (a key, a tool's `env` and `headers`: their values never reach an
-# error), or unused.
-_NOT_SUBSTITUTED = {"api_key", "deployment", "observability", "env", "headers"}
+# Keys resolved when used (a key, an MCP tool's `env`, `headers` and `url`: their values never
+# reach an error), or unused.
+_NOT_SUBSTITUTED = {"api_key", "deployment", "observability", "env", "headers", "url"}
 
 
 def substitute(value: Any, missing: list[str]) -> Any:

@@ -128,6 +128,7 @@ class McpRunner:
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         headers, self._secrets = self.settings.headers()
+        url = self.settings.url(self._secrets)
 
         def http_client(**options: Any) -> Any:
             """The SDK's HTTP client, noting each refused request's status (the SDK's own
@@ -140,7 +141,7 @@ class McpRunner:
             from mcp.client.sse import sse_client
 
             return sse_client(
-                str(entry.url),
+                url,
                 headers=headers or None,
                 timeout=self.settings.timeout_s,
                 sse_read_timeout=self.settings.sse_read_timeout_s,
@@ -155,7 +156,7 @@ class McpRunner:
         return _with_client(
             client,
             streamable_http_client(
-                str(entry.url),
+                url,
                 http_client=client,
                 terminate_on_close=entry.terminate_on_close if entry.terminate_on_close is not None else True,
             ),

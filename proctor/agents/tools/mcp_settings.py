@@ -7,7 +7,7 @@ take, field by field as HoloDeck's OpenAI Agents backend builds its servers
   starts), `config` passed whole as the `MCP_CONFIG` variable, `encoding`; the server sees only
   the SDK's safe default environment (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus these, and
   starts in the agent.yaml's folder.
-- sse / http: `url`, `headers` (`${VAR}` resolved when connecting), `timeout` (5 s) and
+- sse / http: `url` and `headers` (`${VAR}` in them resolved when connecting), `timeout` (5 s) and
   `sse_read_timeout` (300 s), the SDK server classes' defaults; http also `terminate_on_close`.
 - `config.allowed_tools`: only those of the server's tools are offered (HoloDeck's static filter).
 - `request_timeout`: each request's time limit (HoloDeck's model says so; its backend leaves
@@ -54,6 +54,7 @@ class McpSettings:
 
     entry: McpEntry
     base_dir: Path
+    url_template: str | None = None  # `url` as written: its `${VAR}`s resolved only to connect
 
     @property
     def name(self) -> str:
@@ -78,9 +79,11 @@ class McpSettings:
         """The server's extra environment, and the values that came from `${VAR}`s (secrets,
         to be cut out of anything the server prints)."""
         resolved: dict[str, str] = {}
-        if self.entry.env_file:
-            resolved.update(read_env_file(self.base_dir / self.entry.env_file))
         secrets: list[str] = []
+        if self.entry.env_file:
+            from_file = read_env_file(self.base_dir / self.entry.env_file)
+            resolved.update(from_file)
+            secrets += [value for value in from_file.values() if value]
         for key, value in (self.entry.env or {}).items():
             resolved[key] = _resolve(value, secrets)
         if self.entry.config:
@@ -90,6 +93,10 @@ class McpSettings:
     def headers(self) -> tuple[dict[str, str], list[str]]:
         secrets: list[str] = []
         return {key: _resolve(value, secrets) for key, value in (self.entry.headers or {}).items()}, secrets
+
+    def url(self, secrets: list[str]) -> str:
+        """The server's URL, its `${VAR}`s resolved (their values added to `secrets`)."""
+        return _resolve(self.url_template or "", secrets)
 
     @property
     def timeout_s(self) -> float:
@@ -107,7 +114,7 @@ class McpSettings:
         """Where the server is, for errors: the command line (no environment) or the URL."""
         if self.entry.transport == "stdio":
             return " ".join([self.entry.command or "", *(self.entry.args or [])])
-        return str(self.entry.url)
+        return str(self.url_template)  # as written: a variable's value never shows
 
 
 def _resolve(value: str, secrets: list[str]) -> str:
@@ -134,8 +141,12 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 def mcp_settings(entry: Mapping[str, Any], base_dir: Path, warn: Callable[[str], None]) -> McpSettings:
     """The entry checked as HoloDeck's model checks it; what Proctor cannot honour is said."""
+    written = dict(entry)
+    url_template = written.get("url") if isinstance(written.get("url"), str) else None
+    if url_template is not None:  # checked with its variables' values, kept as written
+        written["url"] = ENV_REFERENCE.sub(lambda m: os.environ.get(m.group(1), m.group(0)), url_template)
     try:
-        tool = McpEntry.model_validate(dict(entry))
+        tool = McpEntry.model_validate(written)
     except ValidationError as error:
         raise ValueError(
             "; ".join(
@@ -144,11 +155,13 @@ def mcp_settings(entry: Mapping[str, Any], base_dir: Path, warn: Callable[[str],
             )
         ) from None
     problems = []
-    for where, mapping in (("env", tool.env), ("headers", tool.headers)):
+    written_url = {"url": url_template} if url_template else {}
+    for where, mapping in (("env", tool.env), ("headers", tool.headers), ("", written_url)):
         for key, value in (mapping or {}).items():
             missing = [name for name in ENV_REFERENCE.findall(value) if name not in os.environ]
             if missing:
-                problems.append(f"{where}.{key}: environment variable(s) not set: {', '.join(missing)}")
+                at = f"{where}.{key}" if where else key
+                problems.append(f"{at}: environment variable(s) not set: {', '.join(missing)}")
     if tool.env_file and not (base_dir / tool.env_file).is_file():
         problems.append(f"env_file: {base_dir / tool.env_file} not found")
     allowed = (tool.config or {}).get("allowed_tools")
@@ -157,7 +170,7 @@ def mcp_settings(entry: Mapping[str, Any], base_dir: Path, warn: Callable[[str],
     if problems:
         raise ValueError("; ".join(problems))
     _warn_unused(tool, warn)
-    return McpSettings(tool, base_dir)
+    return McpSettings(tool, base_dir, url_template)
 
 
 def _warn_unused(tool: McpEntry, warn: Callable[[str], None]) -> None:

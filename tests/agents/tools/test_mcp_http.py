@@ -79,7 +79,9 @@ def test_a_refused_connection_fails_every_case_with_the_reason_and_never_the_hea
     tmp_path: Path, api: FakeOpenAI, http_server: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ORDERS_MCP_TOKEN", "wrong-secret-4d2c")
-    agent = write_agent(tmp_path, api, _entry(*http_server))
+    monkeypatch.setenv("ORDERS_URL_KEY", "url-secret-81be")
+    transport, url = http_server
+    agent = write_agent(tmp_path, api, _entry(transport, url + "?key=${ORDERS_URL_KEY}"))
     code, report = run(agent)
     assert code != EXIT_PASSED
     errors = [" ".join(r["errors"]) for r in report["results"]]
@@ -87,5 +89,6 @@ def test_a_refused_connection_fails_every_case_with_the_reason_and_never_the_hea
         "MCP server 'orders' did not start" in e and "401" in e for e in errors
     ), errors
     everything = "".join(p.read_text(errors="replace") for p in (tmp_path / "out").iterdir())
-    assert "wrong-secret-4d2c" not in everything
+    assert "wrong-secret-4d2c" not in everything and "url-secret-81be" not in everything
+    assert "?key=${ORDERS_URL_KEY}" in everything  # the URL as written
     assert api.completions == []

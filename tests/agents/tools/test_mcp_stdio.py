@@ -134,6 +134,10 @@ def test_an_entry_that_cannot_work_is_refused_when_the_agent_loads(
             "env.TOKEN: environment variable(s) not set: NOT_SET_ANYWHERE",
         ),
         ({"transport": "http"}, "'url' is required for http transport"),
+        (
+            {"transport": "http", "url": "http://127.0.0.1:9/mcp?k=${NOT_SET_ANYWHERE}"},
+            "url: environment variable(s) not set: NOT_SET_ANYWHERE",
+        ),
         ({"env_file": "missing.env"}, "env_file: "),
         ({"colour": "red"}, "colour: Extra inputs are not permitted"),
         ({"config": {"allowed_tools": "add"}}, "config.allowed_tools: expected a list of tool names"),
@@ -204,8 +208,11 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_run_stopped_by_a_signal_stops_its_server(tmp_path: Path, api: FakeOpenAI, signum: int) -> None:
+    """Ctrl-C and SIGTERM: the run stops its server (closes its stdin, then ends its process
+    group). SIGKILL leaves Proctor no say: the server's stdin closes with Proctor, and a server
+    that ends at the end of its input, as MCP's stdio shutdown expects, ends."""
     pidfile = tmp_path / "pids"
     api.script(
         {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-100"}}]},
@@ -233,7 +240,8 @@ def test_a_run_stopped_by_a_signal_stops_its_server(tmp_path: Path, api: FakeOpe
         assert alive(server)
         os.kill(proctor.pid, signum)  # Proctor itself: the server is not in its process group
         proctor.wait(120)
-    assert proctor.returncode == (130 if signum == signal.SIGINT else 143), log.read_text()
+    expected = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGKILL: -signal.SIGKILL}[signum]
+    assert proctor.returncode == expected, log.read_text()
     deadline = time.monotonic() + 30
     while alive(server) and time.monotonic() < deadline:
         time.sleep(0.1)
