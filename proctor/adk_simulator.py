@@ -32,6 +32,7 @@ from proctor.metrics.adk_invocation import AGENT, turn_events
 from proctor.metrics.adk_simulator_quality import UserPersona, adk_environment, user_persona
 from proctor.models.adk_config import AdkUserSimulatorConfig, is_valid_user_simulator_template, set_fields
 from proctor.models.outcome import AgentTurn
+from proctor.user_code import error_message
 
 STOP_SIGNAL = "</finished>"
 """ADK's simulator always uses this one (its criterion's `stop_signal` is for the judge only)."""
@@ -154,7 +155,7 @@ async def simulate_adk_user(
             try:
                 message = await simulation.next_message(judge, work.outcome.turns, usage)
             except Exception as error:  # the simulator failing is the case's error, recorded
-                work.outcome.errors.append(f"user simulator failed: {error}")
+                work.outcome.errors.append(f"user simulator failed: {error_message(error)}")
                 status = "simulator_failed"
                 break
             finally:

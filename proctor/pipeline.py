@@ -36,6 +36,7 @@ from proctor.runtime import (
 )
 from proctor.simulator import SimulationPlan, simulate_user
 from proctor.turn_scoring import score_outcome, score_turns_before_failure, score_vanna_failure
+from proctor.user_code import error_message
 
 log = logging.getLogger("proctor.pipeline")
 
@@ -117,8 +118,9 @@ async def process_files(works: list[CaseWork], runtime: Runtime) -> None:
 
 # -- stage 2: agent ---------------------------------------------------------------------
 def _thread_id(run_id: uuid.UUID, case_id: str, attempt: int) -> str:
-    """One conversation per case and repeat, so repeats never share an agent's session."""
-    return f"{run_id}:{case_id}" if attempt == 0 else f"{run_id}:{case_id}#{attempt}"
+    """One conversation per case and repeat, so repeats never share an agent's session (nor
+    a case named `x#1` the session of `x`'s second repeat: the repeat goes before the id)."""
+    return f"{run_id}:{case_id}" if attempt == 0 else f"{run_id}#{attempt}:{case_id}"
 
 
 async def _agent_turn(
@@ -152,7 +154,7 @@ async def _agent_turn(
     except AgentThreadsClosed:  # the run is ending: the case did not run, so nothing is recorded
         raise
     except Exception as error:  # every way an agent can fail is recorded, never raised
-        message = str(error) if str(error) else type(error).__name__
+        message = error_message(error)
         turn = AgentTurn(
             turn_id=turn_id,
             input=text,

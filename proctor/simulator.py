@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from proctor.judges import Judge, Usage
+from proctor.user_code import error_message
 
 
 class SimulationPlan(BaseModel):
@@ -86,7 +87,7 @@ async def simulate_user(
         try:
             verdict = await next_user_turn(judge, plan, history, usage)
         except Exception as error:  # the simulator failing is the case's error, recorded
-            work.outcome.errors.append(f"user simulator failed: {error}")
+            work.outcome.errors.append(f"user simulator failed: {error_message(error)}")
             break
         finally:
             work.not_agent_ms += (time.perf_counter() - started) * 1000

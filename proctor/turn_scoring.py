@@ -24,6 +24,7 @@ from proctor.metrics.expected_tools import check_expected_tools
 from proctor.metrics.tools import tools_matched
 from proctor.models.case import Case, ExpectedTool, MetricSpec, Turn
 from proctor.models.outcome import AgentTurn, CaseOutcome, ScoredMetric
+from proctor.user_code import error_message
 
 NOT_SCORED = "not scored: no pass/fail metric applied to this case and it expects no tools"
 
@@ -139,7 +140,7 @@ async def score_turns_before_failure(case: Case, outcome: CaseOutcome, bind: Bin
     try:
         await _score_turns(case, outcome, bind)
     except Exception as error:  # scoring trouble never hides the agent's failure
-        outcome.errors.append(f"evaluation failed: {error}")
+        outcome.errors.append(f"evaluation failed: {error_message(error)}")
 
 
 def _dumped(tools: list[ExpectedTool] | None) -> list[dict[str, Any]] | None:
@@ -168,7 +169,7 @@ async def score_outcome(case: Case, outcome: CaseOutcome, context: MetricContext
             outcome.tools_matched = _case_tools_matched(case, context, outcome)
             outcome.metrics = await score_case([bind(spec) for spec in case.metrics], context)
     except Exception as error:  # a metric that cannot even be built fails its case only
-        outcome.errors.append(f"evaluation failed: {error}")
+        outcome.errors.append(f"evaluation failed: {error_message(error)}")
     outcome.errors += [f"metric {m.metric_name}: {m.error}" for m in outcome.verdict_metrics if m.error]
     if not outcome.errors and not outcome.verdict_metrics and outcome.tools_matched is None:
         outcome.errors.append(NOT_SCORED)

@@ -60,3 +60,23 @@ def load_python_target(target: str) -> Callable[..., Any]:
     if not callable(agent):
         raise AgentLoadError(f"agent target {target!r} is a {type(agent).__name__}, not a callable")
     return agent
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message` for an error user code raised, never raising itself: an exception
+    whose `__str__` raises once stopped a whole run when its case's failure was written."""
+    name = type(error).__name__
+    try:
+        text = str(error)
+    except BaseException:  # noqa: BLE001 - whatever a user's __str__ raises
+        return f"{name} (its message cannot be shown: its __str__ raised)"
+    return f"{name}: {text}" if text else name
+
+
+def error_message(error: BaseException) -> str:
+    """The error's message, or its type when it has none (or none that can be shown)."""
+    try:
+        text = str(error)
+    except BaseException:  # noqa: BLE001
+        return describe_error(error)
+    return text or type(error).__name__

@@ -17,7 +17,7 @@ from proctor.agents.agent_loop import on_agent_loop
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
 from proctor.call_clock import limited
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
-from proctor.user_code import AgentLoadError, load_python_target
+from proctor.user_code import AgentLoadError, describe_error, load_python_target
 
 __all__ = ["AgentLoadError", "load_target", "resolve_relative_target"]
 
@@ -141,7 +141,7 @@ class AgentThreads:
 
 
 def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return describe_error(error)
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

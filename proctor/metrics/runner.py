@@ -19,6 +19,7 @@ from proctor.metrics.base import Measurement, Metric, MetricContext, Score
 from proctor.metrics.response_path import with_response_at
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
+from proctor.user_code import describe_error
 
 if TYPE_CHECKING:
     from proctor.judges import Judge
@@ -81,7 +82,7 @@ class _RunnerTimeout(Exception):
 def _describe(error: BaseException, timeout_ms: int | None) -> str:
     if isinstance(error, _RunnerTimeout):
         return f"timed out after {timeout_ms} ms"
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return describe_error(error)
 
 
 def _delay(attempt: int, error: BaseException) -> float:

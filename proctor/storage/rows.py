@@ -10,6 +10,7 @@ from typing import Any
 
 from proctor.models.case import Case
 from proctor.models.outcome import CaseOutcome
+from proctor.storage.text import safe_repr
 
 # How much of each processed file's markdown a case row keeps (what the agent saw, shown in
 # report.json); the full size is stored beside it.
@@ -50,7 +51,13 @@ def stored_markdown(text: str, limit: int) -> dict[str, Any]:
 @lru_cache(maxsize=65_536)
 def case_row_id(run_id: uuid.UUID, case_id: str, attempt: int = 0) -> uuid.UUID:
     """Deterministic, so a case's checkpoint and final write name the same row (and a
-    resumed run finds it); cached, since uuid5 costs a SHA-1 per call."""
+    resumed run finds it); cached, since uuid5 costs a SHA-1 per call.
+
+    Ids without `#` keep the form rows were always stored under (`x`, and `x#1` for its
+    second repeat), so runs stored before still resume; an id holding `#` is hashed in a
+    namespace of its own, so a case named `x#1` never shares the row of `x`'s repeat."""
+    if "#" in case_id:
+        return uuid.uuid5(uuid.uuid5(run_id, "case ids holding #"), f"{attempt}:{case_id}")
     return uuid.uuid5(run_id, case_id if attempt == 0 else f"{case_id}#{attempt}")
 
 
@@ -69,7 +76,23 @@ def vanna_case(case: Case) -> dict[str, Any]:
     }
 
 
-def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int) -> dict[str, Any]:
+def _dumped(model: Any, *, safe: list[str] | None, **options: Any) -> Any:
+    """A model as JSON data. With `safe` (a list of notes), any value JSON has no form for
+    (an agent's tool arguments may hold anything) is kept as its repr, with a note, where
+    the plain dump raises."""
+    if safe is None:
+        return model.model_dump(mode="json", **options)
+
+    def described(value: Any) -> str:
+        safe.append(f"a value of type {type(value).__name__} no database can store, kept as its repr")
+        return safe_repr(value)
+
+    return model.model_dump(mode="json", fallback=described, **options)
+
+
+def case_row(
+    run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, *, safe: list[str] | None = None
+) -> dict[str, Any]:
     usage = outcome.usage
     final = outcome.state.is_final
     file_chars = _file_chars_for_storage() if outcome.processed_files else 0
@@ -85,8 +108,8 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
         "input": case.first_input,
         "response": outcome.final_response,
         "ground_truth": case.ground_truth,
-        "turns": [turn.model_dump(mode="json") for turn in outcome.turns],
-        "tool_calls": [call.model_dump(mode="json", exclude_none=True) for call in outcome.tool_calls],
+        "turns": [_dumped(turn, safe=safe) for turn in outcome.turns],
+        "tool_calls": [_dumped(call, safe=safe, exclude_none=True) for call in outcome.tool_calls],
         "expected_tools": case.expected_tools,
         "tools_matched": outcome.tools_matched,
         "errors": list(outcome.errors),
@@ -115,7 +138,7 @@ def case_row(run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int)
     }
 
 
-def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
+def final_columns(outcome: CaseOutcome, *, safe: list[str] | None = None) -> dict[str, Any]:
     """The columns a case's final write sets on its checkpointed row."""
     return {
         "state": outcome.state.value,
@@ -123,7 +146,7 @@ def final_columns(outcome: CaseOutcome) -> dict[str, Any]:
         "errors": list(outcome.errors),
         "notes": list(outcome.storage_notes) or None,
         "tools_matched": outcome.tools_matched,
-        "turns": [turn.model_dump(mode="json") for turn in outcome.turns],
+        "turns": [_dumped(turn, safe=safe) for turn in outcome.turns],
         "evaluation_ms": outcome.evaluation_ms,
         "execution_ms": outcome.execution_ms,
         "finished_at": outcome.finished_at or datetime.now(UTC),

@@ -11,6 +11,7 @@ as it is; reports escape what they must.
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 REPLACEMENT = "\ufffd"
@@ -139,3 +140,61 @@ def clean_agent_values(turns: list[Any], notes: list[str]) -> list[Any]:
         if changes:
             cleaned[number], changed = turn.model_copy(update=changes), True
     return cleaned if changed else turns
+
+
+# -- values no column or JSON encoder can take ---------------------------------------------
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def safe_repr(value: Any) -> str:
+    """A description of any value that never raises: user objects may break `repr` too."""
+    try:
+        return repr(value)[:200]
+    except BaseException:  # noqa: BLE001 - user code: whatever its repr raises, it is described
+        return f"<{type(value).__name__} that cannot be shown>"
+
+
+def json_safe(value: Any, where: str, notes: list[str]) -> Any:
+    """`value` with everything a database or its JSON encoder would refuse replaced, each with
+    a note: objects JSON has no form for become their repr, sets become lists, integers past
+    64 bits become text. The slow path, taken only after the plain write was refused or could
+    not be built."""
+    if value is None or isinstance(value, bool | float | str):
+        return value
+    if isinstance(value, int):
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        notes.append(f"{where or 'value'}: a whole number past 64 bits stored as text")
+        return str(value)
+    if isinstance(value, dict):
+        return {
+            (key if isinstance(key, str) else safe_repr(key)): json_safe(
+                item, f"{where}.{key}" if where else str(key), notes
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=safe_repr) if isinstance(value, set | frozenset) else value
+        return [json_safe(item, f"{where}[{index}]", notes) for index, item in enumerate(items)]
+    if hasattr(value, "isoformat") or isinstance(value, uuid.UUID):  # dates and ids: columns take them
+        return value
+    shown = safe_repr(value)
+    notes.append(
+        f"{where or 'value'}: a value of type {type(value).__name__} no database can store, kept as its repr"
+    )
+    return shown
+
+
+def json_safe_row(row: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
+    """A row (column -> value) made storable: a whole-number column past 64 bits (a token
+    count no column holds, nor any sum of it) is stored as 0 with a note, JSON columns
+    through `json_safe`."""
+    safe: dict[str, Any] = {}
+    for column, value in row.items():
+        name = f"{where}.{column}" if where else column
+        if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+            notes.append(f"{name}: a whole number past 64 bits no column can hold, stored as 0")
+            safe[column] = 0
+        else:
+            safe[column] = json_safe(value, name, notes)
+    return safe

@@ -27,7 +27,7 @@ from proctor.models.outcome import CaseOutcome, CaseState
 from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.storage.db import redact_url
 from proctor.storage.rows import bare_row, case_row, case_row_id, final_columns, metric_rows
-from proctor.storage.text import clean_agent_values, storable
+from proctor.storage.text import clean_agent_values, json_safe_row, storable
 
 log = logging.getLogger("proctor.storage")
 
@@ -149,15 +149,21 @@ class ResultWriter:
         """Persist a case's progress; the first save inserts its row, the final one updates it.
 
         Returns once the write is committed: what `save` returned for is durable. Text no
-        database can store is replaced, with a note on the case. If the database still refuses
-        the case's rows, the case alone pays: its checkpoint is skipped (the final write
-        stores it whole), and its final write falls back to the case without the agent's
-        output, marked errored with the database's reason. Only when that too fails, or the
-        database is unreachable, does `save` raise, and the case stays unfinished for resume.
+        database can store is replaced, with a note on the case. A row that cannot be built or
+        is refused for what it holds (an object JSON has no form for, a number past 64 bits)
+        is written again with those values described, each with a note. If the database
+        still refuses the case's rows, the case alone pays: its checkpoint is skipped (the
+        final write stores it whole), and its final write falls back to the case without the
+        agent's output, marked errored with the database's reason. Only when that too fails,
+        or the database is unreachable or out of space (the infrastructure's trouble, not the
+        case's verdict), does `save` raise, and the case stays unfinished for resume.
         """
         final = outcome.state.is_final
         try:
-            await self._submit(run_id, case, outcome, position, bare=False)
+            try:
+                await self._submit(run_id, case, outcome, position, mode="plain")
+            except RowRejected:
+                await self._submit(run_id, case, outcome, position, mode="safe")
         except RowRejected as refused:
             if not final:
                 log.warning("case %s: checkpoint refused by the database: %s", case.case_id, refused)
@@ -165,21 +171,37 @@ class ResultWriter:
             if outcome.state is CaseState.COMPLETE:
                 outcome.state = CaseState.EVALUATION_FAILED
             outcome.errors.append(f"the case's results could not be stored: {refused}")
-            await self._submit(run_id, case, outcome, position, bare=True)
+            await self._submit(run_id, case, outcome, position, mode="bare")
         outcome.checkpointed = True
 
-    async def _submit(
-        self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, *, bare: bool
-    ) -> None:
-        notes: list[str] = []
-        turns = clean_agent_values(outcome.turns, notes)
-        written = outcome if turns is outcome.turns else outcome.model_copy(update={"turns": turns})
+    def _rows(
+        self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, mode: str, notes: list[str]
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        safe = None if mode == "plain" else notes
         if outcome.checkpointed:
-            row = {"id": case_row_id(run_id, case.case_id, outcome.attempt), **final_columns(written)}
+            row_id = case_row_id(run_id, case.case_id, outcome.attempt)
+            row = {"id": row_id, **final_columns(outcome, safe=safe)}
         else:
-            row = case_row(run_id, case, written, position)
-            row = bare_row(row) if bare else row
-        metrics = metric_rows(run_id, case, written) if outcome.state.is_final and not bare else []
+            row = case_row(run_id, case, outcome, position, safe=safe)
+            row = bare_row(row) if mode == "bare" else row
+        metrics = metric_rows(run_id, case, outcome) if outcome.state.is_final and mode != "bare" else []
+        return row, metrics
+
+    async def _submit(
+        self, run_id: uuid.UUID, case: Case, outcome: CaseOutcome, position: int, *, mode: str
+    ) -> None:
+        """One attempt at the case's rows: `plain`, `safe` (every value made storable, with
+        notes) or `bare` (without what the agent produced)."""
+        notes: list[str] = []
+        try:
+            turns = clean_agent_values(outcome.turns, notes)  # NaN and infinities, as text
+            written = outcome if turns is outcome.turns else outcome.model_copy(update={"turns": turns})
+            row, metrics = self._rows(run_id, case, written, position, mode, notes)
+            if mode != "plain":
+                row = json_safe_row(row, "", notes)
+                metrics = [json_safe_row(m, f"metrics[{i}]", notes) for i, m in enumerate(metrics)]
+        except Exception as error:  # a value no encoder takes: described on the next attempt
+            raise RowRejected(f"the case's results could not be encoded: {_reason(error)}") from None
         row = storable(row, "", notes)
         metrics = [storable(metric, f"metrics[{index}]", notes) for index, metric in enumerate(metrics)]
         if notes:  # a checkpoint and the final write find the same values: each note is kept once
@@ -234,6 +256,14 @@ class ResultWriter:
             )
             return
         except Exception as error:  # refused for what it holds: find whose write it was
+            if out_of_space(error):  # the disk's trouble, not the cases': none is their verdict
+                self._fail(
+                    batch,
+                    DatabaseWriteError(
+                        f"could not write results to {redact_url(str(self.engine.url))}: {_reason(error)}"
+                    ),
+                )
+                return
             if len(batch) > 1:
                 for write in batch:  # isolate the offending write so the others are kept
                     self._commit([write])
@@ -284,6 +314,20 @@ def _resolve(batch: list[_Write], error: BaseException | None) -> None:
     for loop, futures in by_loop.items():
         if not loop.is_closed():
             loop.call_soon_threadsafe(complete, futures)
+
+
+def out_of_space(error: BaseException) -> bool:
+    """Whether a write failed because the disk (or the database's quota) is full: SQLite's
+    SQLITE_FULL, PostgreSQL's class 53 (insufficient resources), or the OS's ENOSPC. Such a
+    write is retried by `resume`, never stored as the case's failure."""
+    orig = getattr(error, "orig", None) or error
+    if str(getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None) or "").startswith("53"):
+        return True
+    text = str(orig).lower()
+    return any(
+        marker in text
+        for marker in ("database or disk is full", "no space left on device", "disk full", "disk quota")
+    )
 
 
 def _is_transient(error: DBAPIError) -> bool:
