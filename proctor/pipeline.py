@@ -226,8 +226,13 @@ def scoring_may_wait(case: Case) -> bool:
     )
 
 
-async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
-    """FILES_READY -> AGENT_COMPLETE (checkpointed) or AGENT_FAILED (final)."""
+async def execute_agent(works: list[CaseWork], runtime: Runtime, *, score_quick_cases: bool = False) -> None:
+    """FILES_READY -> AGENT_COMPLETE (checkpointed) or AGENT_FAILED (final).
+
+    A case scored only by quick metrics is not checkpointed (see `scoring_may_wait`): where
+    a later stage would score it only once the whole chunk's agents are done (the stages as
+    Prefect task runs), `score_quick_cases` scores and stores it here, as soon as its agent
+    answers, so a worker killed mid-chunk loses no answer already given."""
 
     async def one(work: CaseWork) -> None:
         outcome = work.outcome
@@ -260,6 +265,8 @@ async def execute_agent(works: list[CaseWork], runtime: Runtime) -> None:
         outcome.state = CaseState.AGENT_COMPLETE
         if scoring_may_wait(work.case):  # else the case's final write follows within a moment
             await runtime.save(work)
+        elif score_quick_cases:
+            await evaluate_metrics([work], runtime)
 
     await settle_all(one(work) for work in works)
 

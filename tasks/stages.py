@@ -25,7 +25,9 @@ async def process_files(chunk: Chunk, settings: RunSettings) -> Chunk:
 
 @task(name="execute-agent", task_run_name="execute-agent [{chunk.label}]", cache_policy=NONE)
 async def execute_agent(chunk: Chunk, settings: RunSettings) -> Chunk:
-    await pipeline.execute_agent(chunk.works, pipeline.runtime_for(settings))
+    # Cases scored only by quick metrics are scored and stored here, each as its agent answers:
+    # waiting for the evaluate-metrics task would hold them until the whole chunk had answered.
+    await pipeline.execute_agent(chunk.works, pipeline.runtime_for(settings), score_quick_cases=True)
     return chunk
 
 

@@ -172,3 +172,55 @@ def test_a_full_disk_fails_the_run_not_the_cases_and_resume_redoes_them(tmp_path
     assert done.returncode == EXIT_PASSED, output
     stored = rows(url)
     assert len(stored) == 40 and all(state == "COMPLETE" for _, _, state, _, _ in stored), stored
+
+
+# The agent of c06 kills its own process (as an OOM kill would), once the answers already
+# given are stored or after 60 s: a chunk that holds them until all its cases answer never
+# stores them, and the kill then finds nothing.
+KILLED = """
+import os, signal, sqlite3, time
+
+def agent(request):
+    with open(os.environ["CALL_LOG"], "a") as handle:
+        handle.write(request.case_id + "\\n")
+    if request.case_id == os.environ.get("KILL_AT") and not os.path.exists(os.environ["CALL_LOG"] + ".killed"):
+        open(os.environ["CALL_LOG"] + ".killed", "w").close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with sqlite3.connect(os.environ["RESULTS"]) as db:
+                if db.execute("SELECT count(*) FROM case_result").fetchone()[0] >= 6:
+                    break
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return "answer " + request.input
+"""
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_worker_killed_mid_chunk_in_a_flow_run_keeps_every_answer_already_given(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    calls = tmp_path / "calls.log"
+    suite = echo_suite(tmp_path, name="killed", cases=10, agent=KILLED, fails=lambda i: False)
+    env = {
+        "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+        "CALL_LOG": str(calls),
+        "KILL_AT": "c06",
+        "RESULTS": sqlite_url.removeprefix("sqlite:///"),
+    }
+    args = ["--db", sqlite_url, "--chunk-size", "10", "--concurrency", "1", "--output", str(tmp_path / "r")]
+    done = proctor("run", str(suite), *args, "--prefect", **env)
+    assert done.returncode == -9, done.stdout + done.stderr
+    stored = sorted((case_id, state) for case_id, _, state, _, _ in rows(sqlite_url))
+    # Before: a chunk of a flow run wrote its quick-metric cases only when all had answered: 0 rows.
+    assert stored == [(f"c{i:02d}", "COMPLETE") for i in range(6)], stored
+
+    ((run_id,),) = rows(sqlite_url, "SELECT id FROM eval_run")
+    done = proctor("resume", str(run_id)[:8], "--db", sqlite_url, "--prefect", **env)
+    assert done.returncode == EXIT_PASSED, done.stdout + done.stderr
+    called = calls.read_text().split()
+    assert sorted(called) == sorted([f"c{i:02d}" for i in range(10)] + ["c06"]), called  # c06 twice only
+    assert len(rows(sqlite_url)) == 10
