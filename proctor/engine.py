@@ -38,6 +38,7 @@ from proctor.runtime import RunSettings, close_runtime
 from proctor.steps import ReportWriteError, mark_completed
 from proctor.stopping import stop_signal_in
 from proctor.storage import default_database_url, get_engine, redact_url
+from proctor.storage.db import check_same_file, file_identity
 from proctor.storage.lease import Heartbeat, claim, hold, new_owner
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
 
@@ -233,8 +234,17 @@ async def run_suite(
         steps.flow_run_id,
     )
     progress.publish("run_started", run_id=run_id)
-    with Heartbeat(get_engine(database_url), run_id, owner):  # the run is ours until it returns
-        return await _run_owned(steps, request, suite, cases, agent, variant, report_dir, run_id, resumed)
+    identity = file_identity(database_url)  # a SQLite file deleted or replaced mid-run is told
+    try:
+        with Heartbeat(get_engine(database_url), run_id, owner):  # the run is ours until it returns
+            summary = await _run_owned(
+                steps, request, suite, cases, agent, variant, report_dir, run_id, resumed
+            )
+    except Exception:
+        check_same_file(database_url, identity, run_id)  # else the error would claim "stored"
+        raise
+    check_same_file(database_url, identity, run_id)
+    return summary
 
 
 async def _run_owned(

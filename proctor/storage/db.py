@@ -146,3 +146,44 @@ def dispose_engines() -> None:
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
+
+
+class DatabaseFileLost(RuntimeError):
+    """The SQLite file a run writes to was deleted or replaced while it ran: SQLite keeps
+    writing to the open (now unlinked) file without a word, so nothing written since is at
+    that path, whatever the run then says."""
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names; None for any other database or an in-memory one."""
+    parsed = parse_database_url(normalize_url(url))
+    database = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    return Path(database).resolve() if database and database != ":memory:" else None
+
+
+def file_identity(url: str) -> tuple[int, int] | None:
+    """The (device, inode) of a run's SQLite file, to tell later whether it is still the same."""
+    path = sqlite_file(url)
+    if path is None:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def check_same_file(url: str, identity: tuple[int, int] | None, run_id: object) -> None:
+    """Raise `DatabaseFileLost` when the file at a run's SQLite path is gone or is another
+    file than the one the run started writing to."""
+    if identity is None:
+        return
+    now = file_identity(url)
+    if now == identity:
+        return
+    path = sqlite_file(url)
+    what = "deleted" if now is None else "replaced by another file"
+    raise DatabaseFileLost(
+        f"the results database {path} was {what} while run {run_id} was writing to it: its "
+        "results are not in that file, and this run cannot be resumed from it. Run the suite again"
+    )

@@ -224,3 +224,45 @@ def test_a_worker_killed_mid_chunk_in_a_flow_run_keeps_every_answer_already_give
     called = calls.read_text().split()
     assert sorted(called) == sorted([f"c{i:02d}" for i in range(10)] + ["c06"]), called  # c06 twice only
     assert len(rows(sqlite_url)) == 10
+
+
+VANISHING = """
+import os, time
+
+def agent(request):
+    if request.case_id == "c03":
+        results = os.environ["RESULTS"]
+        os.remove(results)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(results + suffix):
+                os.remove(results + suffix)
+        if os.environ["HOW"] == "replaced":
+            open(results, "w").close()  # an empty file where the results were
+    return "answer " + request.input
+"""
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_sqlite_file_deleted_or_replaced_mid_run_is_said_and_exits_3(
+    tmp_path: Path, sqlite_url: str, how: str
+) -> None:
+    suite = echo_suite(tmp_path, name="vanishing", cases=6, agent=VANISHING, fails=lambda i: False)
+    results = sqlite_url.removeprefix("sqlite:///")
+    done = proctor(
+        "run",
+        str(suite),
+        "--db",
+        sqlite_url,
+        "--output",
+        str(tmp_path / "r"),
+        "--concurrency",
+        "1",
+        RESULTS=results,
+        HOW=how,
+    )
+    output = done.stdout + done.stderr
+    # Before: exit 0 and "everything above is stored" while the file was gone or empty.
+    assert done.returncode == EXIT_ERROR, output
+    assert f"was {'deleted' if how == 'deleted' else 'replaced by another file'}" in output, output
+    assert "everything above is stored" not in output and "finished cases are stored" not in output, output
+    assert "Traceback" not in output, output
