@@ -41,6 +41,7 @@ from proctor.storage import default_database_url, get_engine, redact_url
 from proctor.storage.db import check_same_file, file_identity
 from proctor.storage.lease import Heartbeat, claim, hold, new_owner
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
+from proctor.suite_fingerprint import differences, fingerprint
 
 SubmitChunk = Callable[[Chunk, RunSettings], Awaitable[None]]
 
@@ -180,6 +181,21 @@ def _start_or_resume(
             return new_run.id, None, owner
         if stopped.status is RunStatus.COMPLETED:
             raise SuiteError([Problem(request.suite, "resume_run_id", f"run {stopped.id} already completed")])
+        changed = differences(
+            (stopped.config or {}).get("suite_fingerprint"), new_run.config["suite_fingerprint"]
+        )
+        if changed is not None:  # refused: its finished cases were scored against another version
+            raise SuiteError(
+                [
+                    Problem(
+                        request.suite,
+                        "resume_run_id",
+                        f"the suite changed since run {stopped.id} started ({changed}); resuming would "
+                        "mix two versions of it, so nothing was run. Restore the suite as it was to "
+                        "finish that run, or start a new run",
+                    )
+                ]
+            )
         stopped_id = stopped.id
     claim(engine, stopped_id, owner)  # its own transaction, before this session writes
     with Session(engine, expire_on_commit=False) as session:
@@ -224,7 +240,10 @@ async def run_suite(
             agent_model=agent_model_of(agent),
             variant=variant.name if variant else None,
             config=request.for_storage()
-            | {"metrics": sorted({spec.name for case in cases for spec in case.metrics})},
+            | {
+                "metrics": sorted({spec.name for case in cases for spec in case.metrics}),
+                "suite_fingerprint": fingerprint(cases),
+            },
             environment=environment_info(),
             flow_run_id=steps.flow_run_id,
             proctor_version=__version__,

@@ -193,6 +193,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
 
     from proctor import progress as events
     from proctor import quota
+    from proctor.loaders import SuiteError
     from proctor.storage import default_database_url
     from proctor.storage.lease import RunBusy
 
@@ -233,6 +234,9 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         return interrupted(stop, started)  # told how to finish
     except RunBusy as busy:
         print_problems(ValueError(f"resume: {busy}"))
+        return EXIT_BAD_INPUT
+    except SuiteError as error:  # found once the run started (a resumed run's suite changed): refused
+        print_problems(error)
         return EXIT_BAD_INPUT
     except Exception as error:
         if stopped_by_signal(error) is not None:  # raised by Prefect while it handled a SIGTERM

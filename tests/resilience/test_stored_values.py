@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from proctor.cli import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
+from proctor.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from proctor.storage import get_engine
 from tests.factories import echo_suite
 
@@ -266,3 +266,44 @@ def test_a_sqlite_file_deleted_or_replaced_mid_run_is_said_and_exits_3(
     assert f"was {'deleted' if how == 'deleted' else 'replaced by another file'}" in output, output
     assert "everything above is stored" not in output and "finished cases are stored" not in output, output
     assert "Traceback" not in output, output
+
+
+STOPS = """
+import os
+
+def agent(request):
+    if request.case_id == "c03" and os.environ.get("STOP_AT_C03"):
+        os._exit(9)  # the run dies here, to be resumed
+    return "answer " + request.input
+"""
+
+
+def test_resume_after_the_suite_changed_is_refused_naming_the_changed_cases(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    suite = echo_suite(tmp_path, name="edited", cases=6, agent=STOPS, fails=lambda i: False)
+    args = ["--db", sqlite_url, "--output", str(tmp_path / "r"), "--concurrency", "1"]
+    done = proctor("run", str(suite), *args, STOP_AT_C03="1")
+    assert done.returncode != EXIT_PASSED, done.stdout + done.stderr
+    ((run_id,),) = rows(sqlite_url, "SELECT id FROM eval_run")
+    stored_before = rows(sqlite_url)
+
+    data = json.loads(suite.read_text())
+    data["eval_cases"][0]["conversation"][0]["expected_final_response"]["content"] = "a new expected answer"
+    added = json.loads(json.dumps(data["eval_cases"][5]))
+    added["eval_id"] = "c99"
+    data["eval_cases"] = [*data["eval_cases"][:5], added]  # c05 removed, c99 added
+    suite.write_text(json.dumps(data))
+    done = proctor("resume", str(run_id)[:8], "--db", sqlite_url)
+    output = done.stdout + done.stderr
+    # Before: resumed against the new version, mixing the two (17 of 31 cases in the report).
+    assert done.returncode == EXIT_BAD_INPUT, output
+    assert "the suite changed since run" in output and "nothing was run" in output, output
+    assert "1 changed: 'c00'" in output and "1 added: 'c99'" in output and "1 removed: 'c05'" in output
+    assert rows(sqlite_url) == stored_before  # nothing was run or stored
+
+    original = echo_suite(tmp_path, name="edited", cases=6, agent=STOPS, fails=lambda i: False)
+    assert original == suite  # the suite as it was: the resume finishes the run
+    done = proctor("resume", str(run_id)[:8], "--db", sqlite_url)
+    assert done.returncode == EXIT_PASSED, done.stdout + done.stderr
+    assert len(rows(sqlite_url)) == 6
