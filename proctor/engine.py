@@ -42,6 +42,7 @@ from proctor.storage.db import check_same_file, file_identity
 from proctor.storage.lease import Heartbeat, claim, hold, new_owner
 from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
 from proctor.suite_fingerprint import differences, fingerprint
+from proctor.user_code import restoring_process_state
 
 SubmitChunk = Callable[[Chunk, RunSettings], Awaitable[None]]
 
@@ -346,6 +347,7 @@ async def _run_chunks(
             await submit(Chunk(label, works), settings)
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(restoring_process_state(steps.logger))  # what an agent changed, back
         if request.dask_address:  # every chunk goes to the cluster at once: its workers pace themselves
             submit = stack.enter_context(steps.dask(request.dask_address))
             gate = asyncio.Semaphore(max(1, math.ceil(len(planned) / size)))

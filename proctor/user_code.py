@@ -6,11 +6,15 @@ It imports nothing else of Proctor, so agents, metrics and loaders can all use i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
+import logging
+import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -80,3 +84,99 @@ def error_message(error: BaseException) -> str:
     except BaseException:  # noqa: BLE001
         return describe_error(error)
     return text or type(error).__name__
+
+
+# -- what user code running in Proctor's process cannot do to it ---------------------------
+# Agents run in threads of Proctor's (`AgentThreads` for sync agents, the agent loop for async
+# ones), each marked with the process it belongs to. `os._exit()` called there fails that
+# call instead of ending the run with nothing said; a child forked there exits as soon as
+# control comes back to Proctor, instead of running a second copy of the run.
+_agent_thread = threading.local()
+_real_exit = os._exit
+
+
+class AgentCalledExit(SystemExit):
+    """`os._exit()` called in an agent's thread: that agent call fails, the run goes on."""
+
+
+def mark_agent_thread() -> None:
+    """Called first thing in every thread that runs agent code."""
+    _agent_thread.pid = os.getpid()
+    install_exit_guard()
+
+
+def in_forked_child() -> bool:
+    """Whether this is a child the agent forked, back in Proctor's code."""
+    pid = getattr(_agent_thread, "pid", None)
+    return pid is not None and pid != os.getpid()
+
+
+def leave_forked_child() -> None:
+    """End a child an agent forked, without running anything of Proctor's in it."""
+    _real_exit(0)
+
+
+def _guarded_exit(status: int) -> None:
+    if getattr(_agent_thread, "pid", None) == os.getpid():
+        raise AgentCalledExit(f"os._exit({status}) called by the agent (the run goes on)")
+    _real_exit(status)
+
+
+def install_exit_guard() -> None:
+    if os._exit is not _guarded_exit:
+        os._exit = _guarded_exit
+
+
+@contextlib.contextmanager
+def restoring_process_state(logger: Any) -> Iterator[None]:
+    """What agent code may change for the whole process, put back when the run's cases are
+    done, before its reports are written and its summary printed: the working directory
+    (`os.chdir`), and standard output and error (closed by the agent). Each change is logged."""
+    cwd = os.getcwd()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    try:
+        yield
+    finally:
+        try:
+            moved = os.getcwd() != cwd
+        except OSError:  # the agent's working directory was deleted under it
+            moved = True
+        if moved:
+            os.chdir(cwd)
+            logger.warning("an agent changed the working directory; Proctor changed it back to %s", cwd)
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            _reopen(fd, name, saved[fd], logger)
+            os.close(saved[fd])
+
+
+def _reopen(fd: int, name: str, saved: int, logger: Any) -> None:
+    """Standard output or error as they were, when an agent closed them."""
+    try:
+        os.fstat(fd)
+    except OSError:  # the file descriptor itself was closed
+        os.dup2(saved, fd)
+    stream = getattr(sys, name)
+    if stream is not None and not stream.closed:
+        return
+    fresh = open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # noqa: SIM115
+    setattr(sys, name, fresh)
+    for handler in [*logging.getLogger().handlers, *logging.getLogger("proctor").handlers]:
+        if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "closed", False):
+            handler.setStream(fresh)
+    logger.warning("an agent closed standard %s; Proctor opened it again", name.removeprefix("std"))
+
+
+def agent_threads_left() -> list[threading.Thread]:
+    """Threads that would keep the process from exiting (not daemons) that are not Proctor's
+    own: left running by user code."""
+    return [
+        thread
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and not thread.daemon and thread.is_alive()
+    ]
+
+
+def describe_thread(thread: threading.Thread) -> str:
+    target = getattr(thread, "_target", None)
+    where = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}" if target else ""
+    return f"{thread.name!r}" + (f" running {where}" if where else "")

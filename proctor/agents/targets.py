@@ -13,11 +13,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from proctor.agents.agent_loop import on_agent_loop
+from proctor.agents.agent_loop import AgentTask, abandon_if_busy, on_agent_loop, running_local
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
 from proctor.call_clock import limited
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
-from proctor.user_code import AgentLoadError, describe_error, load_python_target
+from proctor.user_code import (
+    AgentLoadError,
+    describe_error,
+    in_forked_child,
+    install_exit_guard,
+    leave_forked_child,
+    load_python_target,
+    mark_agent_thread,
+)
 
 __all__ = ["AgentLoadError", "load_target", "resolve_relative_target"]
 
@@ -70,10 +78,10 @@ class AgentTimeoutError(TimeoutError):
 
 
 class AgentAbortError(RuntimeError):
-    """The agent raised what asyncio would let end the whole run: `sys.exit()`, a stray
-    `CancelledError` nobody asked for (or, in a sync agent's thread, a `KeyboardInterrupt`).
-    It fails that agent call only, as an exception does. Other `BaseException`s still fail
-    the chunk, as a crash of the worker would."""
+    """The agent raised what asyncio would let end or wedge the whole run: `sys.exit()`,
+    `os._exit()`, a `KeyboardInterrupt`, `GeneratorExit` or any other `BaseException`, a stray
+    `CancelledError` nobody asked for; or its call was cancelled by another case's code. It
+    fails that agent call only, as an exception does."""
 
 
 class AgentThreadsClosed(RuntimeError):
@@ -114,18 +122,22 @@ class AgentThreads:
         return future
 
     def _work(self) -> None:
+        mark_agent_thread()
         while (item := self._queue.get()) is not None:
             loop, future, function, argument = item
             outcome: tuple[Any, BaseException | None] = (None, None)
             if not future.cancelled():
                 try:
                     outcome = (function(argument), None)
-                except (SystemExit, KeyboardInterrupt) as error:
-                    # Awaited, these would escape the event loop and end (or wedge) the run:
-                    # here they are raised in the agent's own thread, so they end its call only.
-                    outcome = (None, AgentAbortError(f"agent raised {_describe(error)}"))
-                except BaseException as error:  # handed to the caller, as an executor does
+                except Exception as error:  # handed to the caller, as an executor does
                     outcome = (None, error)
+                except BaseException as error:
+                    # Awaited, these (SystemExit, KeyboardInterrupt, GeneratorExit, os._exit,
+                    # a custom BaseException) would escape the event loop and end or wedge the
+                    # run: raised in the agent's own thread, they end its call only.
+                    outcome = (None, AgentAbortError(f"agent raised {_describe(error)}"))
+                if in_forked_child():  # the agent forked: its child never runs Proctor's code
+                    leave_forked_child()
             with self._lock:  # idle before the caller wakes, so its next call reuses this thread
                 self._idle += 1
             with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile
@@ -171,6 +183,7 @@ class AgentInvoker:
             getattr(agent, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
         self._threads = None if self._is_async else AgentThreads()
+        install_exit_guard()  # os._exit() in an agent's thread fails its call, not the run
 
     async def _call(self, request: AgentRequest) -> Any:
         try:
@@ -195,20 +208,30 @@ class AgentInvoker:
         """The agent's call on the agents' loop, timed there: only the agent runs on that loop,
         so the time is the agent's, whatever Proctor's own loop is busy with."""
         started = time.perf_counter()
+        task = asyncio.current_task()
+        if task is not None:
+            task.set_name(f"case {request.case_id!r}")  # who cancels or stops, in messages
         try:
             return await self.agent(request)
-        except (SystemExit, KeyboardInterrupt) as error:
-            # Raised out of a task, these would stop the agents' loop itself (no Ctrl-C is
-            # delivered to its thread: a KeyboardInterrupt there is the agent's own).
-            raise AgentAbortError(f"agent raised {_describe(error)}") from None
         except asyncio.CancelledError as error:
-            task = asyncio.current_task()
+            by = task.cancelled_by if isinstance(task, AgentTask) else None
+            if by is not None and by != task.get_name():  # type: ignore[union-attr]
+                raise AgentAbortError(f"the agent's call was cancelled by the agent code of {by}") from None
             if task is None or task.cancelling():  # the caller's timeout or cancellation
                 raise
+            raise AgentAbortError(f"agent raised {_describe(error)}") from None
+        except Exception:
+            raise
+        except BaseException as error:
+            # Raised out of a task, these (KeyboardInterrupt, SystemExit, GeneratorExit, a
+            # custom BaseException, os._exit) would stop the agents' loop itself or escape it
+            # (no Ctrl-C is delivered to its thread: a KeyboardInterrupt there is the agent's own).
             raise AgentAbortError(f"agent raised {_describe(error)}") from None
         finally:
             if request.own_ms is None:
                 request.own_ms = (time.perf_counter() - started) * 1000
+            if in_forked_child():  # the agent forked: its child never runs Proctor's code
+                leave_forked_child()
 
     @staticmethod
     async def _awaited(awaitable: Any, request: AgentRequest) -> Any:
@@ -232,9 +255,25 @@ class AgentInvoker:
             async with limited(self.timeout_s):
                 value = await self._call(request)
         except TimeoutError:
-            raise AgentTimeoutError(f"agent did not answer within {self.timeout_s:g} s") from None
+            raise AgentTimeoutError(self._timeout_message(request)) from None
         return coerce_response(value, request)
+
+    def _timeout_message(self, request: AgentRequest) -> str:
+        """Why a call timed out; when the agents' loop is stuck in a case's code (a blocking call
+        in async code), which case: found on the loop thread's stack."""
+        message = f"agent did not answer within {self.timeout_s:g} s"
+        running = running_local(AgentInvoker._timed_async.__code__, "request") if self._is_async else None
+        blocker = getattr(running, "case_id", None)
+        if blocker == request.case_id:
+            return (
+                f"{message}: it blocked the agents' event loop "
+                "(a blocking call, such as time.sleep, in async code)"
+            )
+        if blocker is not None:
+            return f"{message}: the agents' event loop was blocked by the agent code of case {blocker!r}"
+        return message
 
     def close(self) -> None:
         if self._threads is not None:
             self._threads.close()
+        abandon_if_busy(AgentInvoker._timed_async.__code__)

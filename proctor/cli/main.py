@@ -35,7 +35,35 @@ def console_main() -> int:
 
     code = main()
     gc.freeze()
+    leave_without_agent_threads(code)
     return code
+
+
+def leave_without_agent_threads(code: int) -> None:
+    """Exit now, with `code`, when threads an agent started (not daemons) are still running:
+    the interpreter would wait for them before exiting, for ever if they never end. Exit
+    handlers run first (Prefect's log and event flushes), then the process ends."""
+    import atexit
+
+    from proctor.user_code import agent_threads_left, describe_thread
+
+    left = agent_threads_left()
+    if not left:
+        return
+    names = ", ".join(describe_thread(thread) for thread in left[:5])
+    more = f" and {len(left) - 5} more" if len(left) > 5 else ""
+    print(
+        f"warning: {len(left)} thread(s) started by user code are still running ({names}{more}); "
+        "Proctor exits without waiting for them",
+        file=sys.stderr,
+    )
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not stream.closed:
+            stream.flush()
+    from proctor.user_code import _real_exit
+
+    _real_exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -70,8 +98,25 @@ def database_problem(error: Exception, args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if error.bad_input else EXIT_ERROR
 
 
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Paths on the command line made absolute before any user code runs: an agent calling
+    `os.chdir` must not move the results database or the reports somewhere else."""
+    from pathlib import Path
+
+    url = getattr(args, "database_url", None)
+    if url and url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        path, _, query = url.removeprefix("sqlite:///").partition("?")
+        if path and path != ":memory:":
+            args.database_url = f"sqlite:///{Path(path).resolve().as_posix()}" + (
+                f"?{query}" if query else ""
+            )
+    if getattr(args, "report_dir", None):
+        args.report_dir = str(Path(args.report_dir).resolve())
+
+
 def dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command in ("run", "resume"):
+        absolute_paths(args)
         try:
             return run_command(args) if args.command == "run" else resume_command(args)
         finally:  # commit what is queued and close connections now, not in finalizers at exit
