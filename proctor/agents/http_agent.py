@@ -24,6 +24,7 @@ from jinja2 import TemplateSyntaxError, meta
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from proctor import secrets as known_secrets
 from proctor.agents.protocol import AgentRequest, AgentResponse
 from proctor.env import ENV_REFERENCE, expand_env
 from proctor.judges.credentials import redact
@@ -167,6 +168,8 @@ class HttpAgent:
             for value in [self.config.url, *self.config.headers.values()]
             for variable in ENV_REFERENCE.findall(value)
         ]
+        for secret in secrets:  # scrubbed from whatever else stores or prints them
+            known_secrets.remember(secret)
         try:
             return await self._post(request, variables, url, headers)
         except HttpAgentError as error:  # its message is stored: never with a header's secret in it

@@ -70,7 +70,9 @@ _TERMINAL_CONTROLS = (
 
 def terminal_text(text: object) -> str:
     """Text safe to write to a terminal: no escape sequences or other control characters."""
-    return str(text).translate(_TERMINAL_CONTROLS)
+    from proctor.secrets import scrub
+
+    return scrub(str(text)).translate(_TERMINAL_CONTROLS)
 
 
 def escape(text: str) -> str:

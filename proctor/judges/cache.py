@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from proctor.models.tables import JudgeCacheRow
+from proctor.secrets import scrub
 
 if TYPE_CHECKING:
     from proctor.judges.client import JudgeReply
@@ -45,7 +46,7 @@ class JudgeCache:
                 JudgeCacheRow(
                     key=key,
                     model=reply.model,
-                    reply=reply.text,
+                    reply=scrub(reply.text),  # a judge quoting the key it was sent
                     prompt_tokens=reply.prompt_tokens,
                     completion_tokens=reply.completion_tokens,
                 )

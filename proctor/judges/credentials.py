@@ -11,8 +11,8 @@ sent to Azure, Anthropic or Ollama, and Ollama, which checks no key, is sent non
 from __future__ import annotations
 
 import os
-import re
 
+from proctor import secrets
 from proctor.env import ENV_REFERENCE
 from proctor.models.holodeck import LLMProvider
 
@@ -24,7 +24,7 @@ PROVIDER_KEY_ENV: dict[str, tuple[str, ...]] = {
     "ollama": (),  # Ollama checks no key: none is sent unless the model names one
 }
 BASE_URL_ENV = ("PROCTOR_JUDGE_BASE_URL", "OPENAI_BASE_URL")
-ECHOED_PREFIX = 8  # characters of a key a server may echo back (OpenAI's 401 shows `sk-proj-…`)
+ECHOED_PREFIX = secrets.ECHOED_PREFIX
 
 
 class CredentialError(RuntimeError):
@@ -38,7 +38,7 @@ def resolve_reference(reference: str, field: str = "api_key") -> str:
         value = os.environ.get(env.group(1))
         if not value:
             raise CredentialError(f"environment variable {env.group(1)} is not set")
-        return value
+        return _remembered(value)
     if reference.startswith("secret:"):
         name = reference.removeprefix("secret:")
         if not name.strip():
@@ -47,7 +47,7 @@ def resolve_reference(reference: str, field: str = "api_key") -> str:
 
         try:  # `_sync`: called from async code too (tasks, the pipeline), where `load` would
             # otherwise hand back a coroutine
-            return str(Secret.load(name, _sync=True).get())
+            return _remembered(str(Secret.load(name, _sync=True).get()))
         except Exception as error:  # the block's name is safe to show, never its value
             raise CredentialError(f"Prefect Secret block {name!r} could not be loaded: {error}") from None
     raise CredentialError(
@@ -55,18 +55,22 @@ def resolve_reference(reference: str, field: str = "api_key") -> str:
     )
 
 
-def redact(text: str, *secrets: str | None) -> str:
+def _remembered(value: str) -> str:
+    """A resolved secret, known from now on to `proctor.secrets` (scrubbed from everything
+    stored, printed or logged); a URL's secret path and password too."""
+    if "://" in value:
+        secrets.remember_url(value)
+    else:
+        secrets.remember(value)
+    return value
+
+
+def redact(text: str, *values: str | None) -> str:
     """`text` with every secret cut out: whole, and wherever its first characters appear,
     because servers echo keys back in their errors, whole or masked (OpenAI's 401 says
     "Incorrect API key provided: sk-abc12****wxyz"). Error messages pass through here before
-    they are stored, logged or reported."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, "***")
-        if len(secret) >= 2 * ECHOED_PREFIX:
-            text = re.sub(re.escape(secret[:ECHOED_PREFIX]) + r"[^\s'\";,]*", "***", text)
-    return text
+    they are stored, logged or reported; so does everything else, through `secrets.scrub`."""
+    return secrets.scrub(secrets.cut(text, [value for value in values if value]))
 
 
 def resolve_api_key(provider: LLMProvider | None) -> str | None:
@@ -78,7 +82,7 @@ def resolve_api_key(provider: LLMProvider | None) -> str | None:
     variables = PROVIDER_KEY_ENV.get(name, API_KEY_ENV)
     for variable in variables:
         if os.environ.get(variable):
-            return os.environ[variable]
+            return _remembered(os.environ[variable])
     if not variables:
         return None
     if name == "openai":

@@ -22,6 +22,7 @@ from typing import Any
 from proctor.judges.credentials import CredentialError, redact, resolve_reference
 from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest
+from proctor.secrets import scrub
 
 # slack_sdk logs a webhook's URL (its secret) on every post and retry: its own logger is
 # kept at WARNING, where it says nothing about URLs.
@@ -368,7 +369,8 @@ def _post_webhook(settings: SlackSettings, digest: Digest) -> NotificationResult
         if response.status_code == 200:
             result.status = "sent"
         else:
-            result.error = f"webhook answered {response.status_code}: {_clip(response.body or '', 200)}"
+            body = redact(response.body or "", url)  # a server may echo the webhook's secret path
+            result.error = f"webhook answered {response.status_code}: {_clip(body, 200)}"
     except Exception as error:  # noqa: BLE001
         result.error = _safe_error(error, url)
     result.attempts = attempts[0]
@@ -387,4 +389,5 @@ def notify_slack(settings: SlackSettings, digest: Digest) -> NotificationResult:
             status="failed", via="web_api" if settings.channel else "webhook", error=str(error)
         )
     result.seconds = round(time.monotonic() - started, 3)
+    result.error = scrub(result.error) if result.error else result.error
     return result

@@ -18,6 +18,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import create_engine
 
 import proctor.models.tables  # noqa: F401 - registers the tables on SQLModel.metadata
+from proctor import secrets
 from proctor.env import ENV_REFERENCE
 from proctor.storage.opening import (
     DATABASE_URL_ENV,
@@ -119,6 +120,7 @@ def get_engine(url: str | None = None) -> Engine:
         if engine is not None:
             return engine
         parsed = parse_database_url(url)
+        secrets.remember(parsed.password if isinstance(parsed.password, str) else None)
         if parsed.get_backend_name() == "sqlite":
             database = parsed.database
             if database and database != ":memory:":

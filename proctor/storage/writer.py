@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from proctor.models.case import Case
 from proctor.models.outcome import CaseOutcome, CaseState
 from proctor.models.tables import CaseResultRow, MetricResultRow
+from proctor.secrets import scrub_value
 from proctor.storage.db import redact_url
 from proctor.storage.rows import bare_row, case_row, case_row_id, final_columns, metric_rows
 from proctor.storage.text import clean_agent_values, json_safe_row, storable
@@ -202,8 +203,10 @@ class ResultWriter:
                 metrics = [json_safe_row(m, f"metrics[{i}]", notes) for i, m in enumerate(metrics)]
         except Exception as error:  # a value no encoder takes: described on the next attempt
             raise RowRejected(f"the case's results could not be encoded: {_reason(error)}") from None
-        row = storable(row, "", notes)
-        metrics = [storable(metric, f"metrics[{index}]", notes) for index, metric in enumerate(metrics)]
+        row = storable(scrub_value(row), "", notes)  # no secret a server reflected back is stored
+        metrics = [
+            storable(scrub_value(metric), f"metrics[{index}]", notes) for index, metric in enumerate(metrics)
+        ]
         if notes:  # a checkpoint and the final write find the same values: each note is kept once
             outcome.storage_notes += [
                 note for note in dict.fromkeys(notes) if note not in outcome.storage_notes
