@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +22,7 @@ from proctor.engine import RunIncomplete, SubmitChunk, evaluate_request
 from proctor.flows.dask_runner import dask_task_runner
 from proctor.flows.gate import GateFailed, gate_state, run_evaluation
 from proctor.models.notify import SlackSettings
-from proctor.models.request import EvaluationRequest, RunSummary, VariantSpec
+from proctor.models.request import URL_WITHOUT_PASSWORD_PATTERN, EvaluationRequest, RunSummary, VariantSpec
 from proctor.models.tables import EvalRun, RunStatus
 from proctor.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
 from proctor.runtime import RunSettings
@@ -56,6 +57,7 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     could not complete (no suite, no database, any error) tells Slack, per the notify
     policy, before it fails.
     """
+    refuse_literal_password(request.database_url)  # from a deployment or the API: stored by Prefect
     try:
         with noting_sigterm():  # Prefect raises its own signal for it; the CLI tells a stop apart
             summary = await evaluate_request(request, PrefectSteps())
@@ -65,6 +67,18 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
             await notify_unfinished_task(request, str(error))
         raise
     return await gate_state(summary)  # type: ignore[no-any-return]
+
+
+def refuse_literal_password(url: str | None) -> None:
+    """A flow run's parameters are stored by Prefect's API and shown in its UI: a database URL
+    holding a password there is refused (the form refuses it at submit; this is for
+    deployment parameters and API calls). `run_evaluation`, the CLI's way in, passes such a
+    URL by reference instead, so it never arrives here."""
+    if url and re.match(URL_WITHOUT_PASSWORD_PATTERN, url) is None:
+        raise ValueError(
+            "database_url holds a password, which Prefect stores with the flow run's parameters: "
+            "name it instead, '${ENV_VAR}' or 'secret:BLOCK_NAME' (a Prefect Secret block holding the URL)"
+        )
 
 
 class PrefectSteps:

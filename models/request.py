@@ -17,6 +17,12 @@ from proctor.quota import DEFAULT_PATIENCE_S, QuotaLimit
 # A Dask scheduler's address, or a local cluster of N (1-9999) worker processes.
 DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+)$"
 
+# A database URL the form and deployment parameters take: a reference (`${VAR}`, `secret:BLOCK`)
+# or a URL without a password (`postgresql://user:PASSWORD@host` is refused: Prefect stores and
+# shows flow-run parameters). In Python (`run_evaluation`, the CLI) such a URL is moved into the
+# process's environment and passed by reference instead.
+URL_WITHOUT_PASSWORD_PATTERN = r"^(?![A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^@]*@)"
+
 # Significance level of the regression test, unless a request sets its own.
 DEFAULT_SIGNIFICANCE = 0.05
 # Earlier runs a verdict reads by default: a month of nights (proctor.storage.history).
@@ -39,7 +45,11 @@ class EvaluationRequest(FormModel):
         default=None, description="Agent target 'module:attr' or 'file.py:attr'; default: the suite's"
     )
     config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
-    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default .proctor/proctor.db")
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL; default .proctor/proctor.db",
+        json_schema_extra={"pattern": URL_WITHOUT_PASSWORD_PATTERN},
+    )
     report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")
     concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
     chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")

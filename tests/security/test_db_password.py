@@ -47,3 +47,46 @@ def test_the_flow_runs_parameters_carry_no_database_password(
 
     stored = asyncio.run(parameters())
     assert "database_url" in stored and PASSWORD not in stored
+
+
+LITERAL = "postgresql://proctor:pw-sentinel-5d1c@127.0.0.1:5432/results"
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        (LITERAL, True),
+        ("postgresql+psycopg://proctor:p%40ss@db.internal/results", True),
+        ("postgresql://proctor:pa/ss#w@rd@db.internal/results", True),  # not percent-encoded
+        ("${PROCTOR_DATABASE_URL}", False),
+        ("secret:results-db-url", False),
+        ("postgresql://postgres@127.0.0.1:5432/test", False),  # no password: trust or .pgpass
+        ("postgresql://127.0.0.1:5432/test", False),
+        ("sqlite:////var/lib/proctor/results.db", False),
+    ],
+)
+def test_the_form_and_deployment_parameters_refuse_a_database_url_holding_a_password(url, refused) -> None:
+    """The Prefect UI validates its form, and a deployment's parameters, against this schema."""
+    from prefect.utilities.callables import parameter_schema
+    from prefect.utilities.schema_tools.validation import build_error_obj, validate
+
+    from proctor.flows.evaluate import evaluate
+
+    form = parameter_schema(evaluate.fn).model_dump()
+    errors = build_error_obj(validate({"request": {"suite": "s.yaml", "database_url": url}}, form))
+    assert (not errors["valid"]) is refused, errors
+
+
+def test_a_flow_run_handed_a_literal_password_fails_before_running_anything(tmp_path: Path) -> None:
+    """As a deployment's parameters would hand it (before: run, with the password in the
+    flow run's Parameters tab)."""
+    from proctor.flows.evaluate import evaluate
+    from proctor.models.request import EvaluationRequest
+
+    (tmp_path / "agent.yaml").write_text(SUITE)
+    request = EvaluationRequest(suite=str(tmp_path / "agent.yaml"), database_url=LITERAL)
+    state = asyncio.run(evaluate(request, return_state=True))
+    assert state.is_failed()
+    with pytest.raises(ValueError, match="database_url holds a password") as refused:
+        state.result()
+    assert "pw-sentinel" not in str(refused.value)
