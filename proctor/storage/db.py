@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import create_engine
 
@@ -24,6 +24,7 @@ from proctor.storage.opening import (
     DATABASE_URL_ENV,
     DatabaseProblem,
     DatabaseUnavailable,
+    _shown,
     create_schema,
     explain,
     parse_database_url,
@@ -89,7 +90,7 @@ def normalize_url(url: str) -> str:
 
 def redact_url(url: str) -> str:
     """The URL with its password hidden, for logs and reports."""
-    return make_url(normalize_url(url)).render_as_string(hide_password=True)
+    return _shown(normalize_url(url))
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,6 @@ Kept apart from `db.py` so the engine cache stays small; `get_engine` calls in h
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from sqlalchemy.engine import URL, Connection, Engine, make_url
@@ -33,11 +32,36 @@ class DatabaseProblem(Exception):
 DATABASE_URL_ENV = "PROCTOR_DATABASE_URL"
 
 
+def _userinfo_password(url: str) -> str | None:
+    """The password as typed: everything between `user:` and the URL's last `@`. A password
+    that is not percent-encoded (`p@ss:w/rd#x`) misleads a URL parser, which takes part of it
+    for the host; taking up to the last `@` never shows any of it."""
+    _, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at == -1 or ":" not in rest[:at]:
+        return None
+    return rest[:at].split(":", 1)[1]
+
+
 def _shown(url: str) -> str:
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):  # unparsable: hide whatever sits between user: and @
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL with its password hidden, however it was typed."""
+    scheme, sep, rest = url.partition("://")
+    if _userinfo_password(url) is None:
+        return url
+    at = rest.rfind("@")
+    return f"{scheme}{sep}{rest[:at].split(':', 1)[0]}:***@{rest[at + 1 :]}"
+
+
+def _check_password_encoded(url: str) -> None:
+    """A password holding `@` must be percent-encoded, else the URL names another host (and
+    the driver's error would show the rest of the password as that host)."""
+    typed = _userinfo_password(url)
+    if typed is not None and "@" in typed:
+        raise DatabaseProblem(
+            f"results database {_shown(url)}: the password must be percent-encoded in the URL "
+            "(@ as %40; also / as %2F, # as %23, ? as %3F), or give the URL by reference "
+            "('${ENV_VAR}' or 'secret:BLOCK')"
+        )
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -61,6 +85,7 @@ class DatabaseUnavailable(RuntimeError):
 
 def parse_database_url(url: str) -> URL:
     """The URL parsed, its driver importable and, for SQLite, its folder usable."""
+    _check_password_encoded(url)
     try:
         parsed = make_url(url)
         parsed.port  # noqa: B018 - SQLAlchemy parses the port lazily; a bad one raises here

@@ -90,3 +90,32 @@ def test_a_flow_run_handed_a_literal_password_fails_before_running_anything(tmp_
     with pytest.raises(ValueError, match="database_url holds a password") as refused:
         state.result()
     assert "pw-sentinel" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://proctor:s3cr@t:w/rd#9f2c@127.0.0.1:9/results",  # the '@' not percent-encoded
+        "postgresql://proctor:s3cr@tw9f2crd@127.0.0.1:9/results",
+    ],
+)
+def test_a_database_password_not_percent_encoded_is_never_shown_in_part(url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    proctor = str(Path(sys.executable).with_name("proctor"))
+    for command in (["history"], ["run", "missing-suite.yaml", "--no-prefect"]):
+        done = subprocess.run(
+            [proctor, *command, "--db", url],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ),
+        )
+        output = done.stdout + done.stderr
+        # Before: "user:***@t:w/rd#9f2c@127.0.0.1": the URL parser took part of it for the host.
+        assert done.returncode == 2, output
+        assert "percent-encoded" in output and "proctor:***@127.0.0.1:9/results" in output, output
+        for fragment in ("s3cr", "9f2c", "w/rd", "tw9f"):
+            assert fragment not in output, (fragment, output)
