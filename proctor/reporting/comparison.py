@@ -112,6 +112,16 @@ def compare(*, session: Session, run_ids: list[uuid.UUID]) -> Comparison:
     )
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: str) -> str:
+    """A name as a spreadsheet shows it, never runs it: text starting like a formula (`=`, `+`,
+    `-`, `@`, a tab or carriage return) gets a leading `'` (OWASP's advice for CSV injection).
+    Only names and agents pass here; numbers Proctor formats are written as they are."""
+    return f"'{value}" if value.startswith(FORMULA_STARTS) else value
+
+
 def comparison_csv(comparison: Comparison) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
@@ -129,7 +139,7 @@ def comparison_csv(comparison: Comparison) -> str:
             "judge_tokens",
             "cached_judge_calls",
             "estimated_cost_usd",
-            *comparison.metrics,
+            *[csv_text(metric) for metric in comparison.metrics],
             "best",
             "rank",
         ]
@@ -137,8 +147,8 @@ def comparison_csv(comparison: Comparison) -> str:
     for row in comparison.rows:
         writer.writerow(
             [
-                row.variant,
-                row.agent,
+                csv_text(row.variant),
+                csv_text(row.agent),
                 row.run_id,
                 row.total,
                 row.passed,
