@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from proctor.loaders.errors import Problem, SuiteError, json_path
 MAX_DOCUMENT_BYTES = int(os.environ.get("PROCTOR_MAX_SUITE_BYTES") or 256 * 2**20)  # 100k cases: ~21 MB
 MAX_DEPTH = 100  # suites nest about 12 levels; tool arguments take a few more
 MAX_ALIAS_VALUES = 100_000  # values YAML aliases may repeat beyond those written out
+# Characters YAML aliases may repeat beyond those written out: a few large anchored texts
+# repeated a few thousand times expanded a 1 MB file into 400 MB of messages.
+MAX_ALIAS_CHARS = int(os.environ.get("PROCTOR_MAX_ALIAS_CHARS") or 10 * 2**20)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -86,6 +90,7 @@ def _check_yaml_graph(node: yaml.Node) -> str | None:
     more values than `MAX_ALIAS_VALUES`; sizes are counted once per node, so a bomb is cheap
     to measure."""
     sizes: dict[int, int] = {}
+    chars: dict[int, int] = {}  # characters of text each node stands for, expanded
     on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(node, False)]
     while stack:
@@ -93,7 +98,10 @@ def _check_yaml_graph(node: yaml.Node) -> str | None:
         key = id(current)
         if children_done:
             on_path.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in _node_children(current))
+            children = _node_children(current)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            own = len(current.value) if isinstance(current, yaml.ScalarNode) else 0
+            chars[key] = own + sum(chars[id(child)] for child in children)
             continue
         if key in sizes:
             continue
@@ -107,12 +115,35 @@ def _check_yaml_graph(node: yaml.Node) -> str | None:
             if id(child) not in sizes:
                 stack.append((child, False))
     repeated = sizes[id(node)] - len(sizes)
+    written = sum(len(n.value) for n in _unique_scalars(node))
+    repeated_chars = chars[id(node)] - written
+    if repeated_chars > MAX_ALIAS_CHARS:
+        return (
+            f"aliases repeat {repeated_chars / 2**20:.1f} MB of text, more than the "
+            f"{MAX_ALIAS_CHARS / 2**20:g} MB allowed (PROCTOR_MAX_ALIAS_CHARS)"
+        )
     if repeated > MAX_ALIAS_VALUES:
         return (
             f"aliases repeat {repeated} values, more than the {MAX_ALIAS_VALUES} allowed "
             "(a 'billion laughs' document?)"
         )
     return None
+
+
+def _unique_scalars(node: yaml.Node) -> list[yaml.ScalarNode]:
+    """Each scalar node of the graph once, however many aliases reach it."""
+    seen: set[int] = set()
+    found: list[yaml.ScalarNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, yaml.ScalarNode):
+            found.append(current)
+        stack.extend(_node_children(current))
+    return found
 
 
 def _parse_yaml(path: Path, text: str) -> Any:
@@ -130,6 +161,8 @@ def _parse_yaml(path: Path, text: str) -> Any:
         raise SuiteError(
             [Problem(str(path), "", f"invalid YAML: nested deeper than {MAX_DEPTH} levels")]
         ) from None
+    except ValueError as error:  # Python refuses integers of more than 4,300 digits
+        raise SuiteError([Problem(str(path), "", f"invalid YAML: {_number_problem(error)}")]) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         location = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -144,6 +177,13 @@ def _parse_yaml(path: Path, text: str) -> Any:
             loader.dispose()
 
 
+def _number_problem(error: ValueError) -> str:
+    if "integer string conversion" in str(error):
+        digits = sys.get_int_max_str_digits()
+        return f"a number with more than {digits} digits; expected a number a suite can use"
+    return str(error)[:200]
+
+
 def _parse_json(path: Path, text: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys)
@@ -152,6 +192,8 @@ def _parse_json(path: Path, text: str) -> Any:
         raise SuiteError([Problem(str(path), location, f"invalid JSON: {error.msg}")]) from None
     except _DuplicateKey as error:
         raise SuiteError([Problem(str(path), "", f"invalid JSON: {error}")]) from None
+    except ValueError as error:  # Python refuses integers of more than 4,300 digits
+        raise SuiteError([Problem(str(path), "", f"invalid JSON: {_number_problem(error)}")]) from None
     except RecursionError:
         raise SuiteError(
             [Problem(str(path), "", f"invalid JSON: nested deeper than {MAX_DEPTH} levels")]

@@ -102,6 +102,14 @@ def billion_laughs() -> str:
     return "\n".join(lines) + "\ntest_cases: [{input: *i}]\n"
 
 
+def aliased_text() -> str:
+    """100 kB of text, one anchor, 200 aliases: 20 MB of messages from a 105 kB file (the
+    values counted stay far under the alias-value limit: only the characters are a bomb)."""
+    lines = [f"t: &t '{'x' * 100_000}'", "test_cases:"]
+    lines += [f"  - {{name: c{i}, input: *t}}" for i in range(200)]
+    return "name: s\n" + "\n".join(lines) + "\n"
+
+
 def three_hundred_megabytes(path: Path) -> None:
     """Sparse: 300 MB that take no disk (a 100,000-case suite is about 21 MB)."""
     with open(path, "wb") as handle:
@@ -881,6 +889,20 @@ CORPUS: dict[str, Bad] = {
     "vanna metadata a string": Bad(
         {"v.dataset.json": vanna(metadata="agent.py:agent")},
         "v.dataset.json: dataset.metadata: expected a mapping; found 'agent.py:agent'",
+    ),
+    "json a 5000-digit number": Bad(
+        {"s.evalset.json": evalset().replace('"eval_set_id"', '"x": ' + "9" * 5000 + ', "eval_set_id"')},
+        "s.evalset.json: invalid JSON: a number with more than 4300 digits",
+        run=True,
+    ),
+    "yaml a 5000-digit threshold": Bad(
+        {"agent.yaml": metrics("[{metric: bleu, threshold: " + "9" * 5000 + "}]")},
+        "agent.yaml: invalid YAML: a number with more than 4300 digits",
+    ),
+    "yaml aliases repeating 19 MB of text": Bad(
+        {"agent.yaml": aliased_text()},
+        "agent.yaml: invalid YAML: aliases repeat 19.1 MB of text, more than the 10 MB allowed",
+        run=True,
     ),
     "vanna a 1e6-character id": Bad(
         {"v.dataset.json": vanna([{"id": "v" * 1_000_000, "message": "hi"}])},
