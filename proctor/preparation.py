@@ -74,13 +74,13 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
             ]
         )
     if not request.variants or request.agent or suite.agent:
-        load_target(agent)
+        suite.warnings += agent_warnings(load_target(agent))
     names = [variant.name for variant in request.variants]
     if len(set(names)) != len(names):
         raise SuiteError([Problem(suite.path, "variants", f"variant names must be unique; got {names}")])
     for variant in request.variants:
         try:
-            load_target(variant.agent)
+            suite.warnings += agent_warnings(load_target(variant.agent))
         except AgentLoadError as error:  # named as the user gave it, not as the suite's agent
             raise SuiteError(
                 [
@@ -91,6 +91,7 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
                     )
                 ]
             ) from None
+    suite.warnings = list(dict.fromkeys(suite.warnings))  # an agent shared by variants says it once
     cases = select_cases(suite, request.tags, request.cases, request.metadata)
     if request.model_call_limit:
         check_concurrency_limit(suite, request.model_call_limit)
@@ -146,7 +147,8 @@ def preflight_problems(suite: Suite) -> list[Problem]:
     problems: list[Problem] = []
     if suite.agent:
         try:
-            load_target(resolve_relative_target(suite.agent, Path(suite.path).parent))
+            agent = load_target(resolve_relative_target(suite.agent, Path(suite.path).parent))
+            suite.warnings = list(dict.fromkeys([*suite.warnings, *agent_warnings(agent)]))
         except AgentLoadError as error:
             problems.append(Problem(suite.path, "agent", str(error)))
     try:
@@ -259,3 +261,9 @@ def report_dir_problem(folder: Path) -> str | None:
 def default_report_dir(suite: Suite, run_id: uuid.UUID) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return DEFAULT_REPORT_ROOT / slug(suite.suite_id) / f"{stamp}-{str(run_id)[:8]}"
+
+
+def agent_warnings(agent: object) -> list[str]:
+    """What loading the agent had to say (an `openai:` agent's tools it cannot fully honour),
+    shown with the suite's own warnings."""
+    return list(getattr(agent, "warnings", None) or [])

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import logging
 import re
 import time
 import weakref
@@ -43,8 +42,6 @@ from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
 from proctor.user_code import load_python_target
-
-log = logging.getLogger("proctor.agents")
 
 
 class ToolSpec(BaseModel):
@@ -171,8 +168,6 @@ class OpenAIToolAgent:
                     factory(entry, self.tool_context)
                 except ValueError as error:
                     raise ValueError(f"tools[{index}] ({tool.name}, type {tool.type}): {error}") from None
-        for warning in self.warnings:
-            log.warning("%s", warning)
         self.implementations = {
             tool.name: resolve_relative_target(_function_target(tool), base_dir)
             for tool in config.tools
@@ -410,4 +405,6 @@ def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     document = substitute(document, missing)
     if missing:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
-    return OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)
+    agent = OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)
+    agent.warnings = [f"{config_path}: {warning}" for warning in agent.warnings]
+    return agent

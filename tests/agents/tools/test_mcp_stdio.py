@@ -168,6 +168,9 @@ def test_a_websocket_server_is_skipped_with_a_warning_as_holodeck_does(
     response = _invoke(loaded, "add 2 40")
     assert response.answer == "42"
     assert "ws" not in {tool["function"]["name"] for tool in api.completions[0]["body"]["tools"]}
+    code, _ = run(agent)  # and the run says so, naming the agent's file and the tool
+    assert code == EXIT_PASSED
+    assert f"{agent}: MCP tool 'ws': transport websocket" in caplog.text
 
 
 def test_a_command_that_is_not_there_fails_each_case_with_that_reason(
