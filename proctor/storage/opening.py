@@ -73,10 +73,17 @@ class DatabaseUnavailable(RuntimeError):
         reason = " ".join(" ".join(lines or ["unreachable"]).split())[:300]
         reason = reason.replace("FATAL: ", "").removeprefix("connection failed: ")
         parsed = make_url(url)
-        if "does not exist" in reason and parsed.database:
+        where = f"-h {parsed.host or 'localhost'} -p {parsed.port or 5432} -U postgres"
+        role = parsed.username or "postgres"
+        if "role" in reason and "does not exist" in reason:  # as the superuser: the role cannot
             fix = (
-                f"create it first: createdb -h {parsed.host or 'localhost'} -p {parsed.port or 5432} "
-                f"-U {parsed.username or 'postgres'} {parsed.database} (or CREATE DATABASE {parsed.database})"
+                f"create the role and its database as the server's superuser: createuser {where} {role}"
+                + (f" && createdb {where} -O {role} {parsed.database}" if parsed.database else "")
+            )
+        elif "does not exist" in reason and parsed.database:
+            fix = (
+                f"create it first, as the server's superuser: createdb {where} -O {role} {parsed.database} "
+                f"(or CREATE DATABASE {parsed.database} OWNER {role})"
             )
         else:
             fix = "check that the server runs and the URL (PROCTOR_DATABASE_URL or --db) is right"
