@@ -63,6 +63,26 @@ def render_prompt(template: str, custom_prompt: str | None, **variables: Any) ->
     return templates().get_template(template).render(**variables)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedKey(repr(key))
+        data[key] = value
+    return data
+
+
+@lru_cache(maxsize=64)
+def _number_fields(schema: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a reply's schema that hold a number (JSON's true would pass as 1)."""
+    numbers = (int, float, int | None, float | None)
+    return tuple(name for name, info in schema.model_fields.items() if info.annotation in numbers)
+
+
 def parse_reply(text: str, schema: type[T]) -> T:
     """The reply as `schema`; accepts a ```json fence or prose around one JSON object."""
     candidate = text.strip()
@@ -70,15 +90,27 @@ def parse_reply(text: str, schema: type[T]) -> T:
     if fenced:
         candidate = fenced.group(1)
     try:
-        data = json.loads(candidate)
-    except json.JSONDecodeError:
-        start, end = candidate.find("{"), candidate.rfind("}")
         try:
-            data = json.loads(candidate[start : end + 1]) if start != -1 and end > start else None
+            data = json.loads(candidate, object_pairs_hook=_one_value_per_key)
         except json.JSONDecodeError:
-            data = None
-        if data is None:
-            raise JudgeReplyError("judge reply is not JSON", raw=text) from None
+            start, end = candidate.find("{"), candidate.rfind("}")
+            try:
+                data = (
+                    json.loads(candidate[start : end + 1], object_pairs_hook=_one_value_per_key)
+                    if start != -1 and end > start
+                    else None
+                )
+            except json.JSONDecodeError:
+                data = None
+            if data is None:
+                raise JudgeReplyError("judge reply is not JSON", raw=text) from None
+    except _RepeatedKey as repeated:  # {"score": 1, "score": 5}: which one did the judge mean?
+        raise JudgeReplyError(f"judge reply gives {repeated} more than once", raw=text) from None
+    for name in _number_fields(schema):
+        if isinstance(data, dict) and isinstance(data.get(name), bool):  # {"score": true} is not 1
+            raise JudgeReplyError(
+                f"judge reply's {name} is {str(data[name]).lower()}, not a number", raw=text
+            )
     try:
         return schema.model_validate(data)
     except ValidationError as error:
