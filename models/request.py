@@ -32,7 +32,8 @@ DEFAULT_HISTORY_WINDOW = 30
 class VariantSpec(FormModel):
     """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
 
-    name: str = Field(min_length=1)
+    # Bounded: a variant's reports go to a folder named after it (file names stop at 255 bytes).
+    name: str = Field(min_length=1, max_length=100)
     agent: str = Field(description="Agent target, as for `agent`")
     metadata: dict[str, Any] = Field(default_factory=dict)
 

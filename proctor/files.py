@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import time
 from functools import lru_cache
@@ -66,6 +67,24 @@ def leaves_roots(path: str | Path, base_dir: Path) -> bool:
     return not any(resolved.is_relative_to(root) for root in allowed_roots(base_dir))
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """What `path` is when it exists but is not a file to read: a folder, a named pipe (which
+    would block the read for ever), a device (`/dev/zero` never ends) or a socket."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing: said when the file is read
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe (FIFO), not a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a file"
+    return "is not a regular file"
+
+
 def resolve_path(file_input: FileInput, base_dir: Path) -> Path:
     assert file_input.path is not None
     path = (base_dir / file_input.path).resolve()
@@ -74,6 +93,9 @@ def resolve_path(file_input: FileInput, base_dir: Path) -> Path:
             f"{file_input.path}: path leaves the suite folder {base_dir.resolve()} "
             "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)"
         )
+    kind = not_a_regular_file(path)
+    if kind is not None:
+        raise FileProcessingError(f"{file_input.path}: {kind}")
     if not path.is_file():
         raise FileProcessingError(f"{file_input.path}: file not found (looked in {base_dir.resolve()})")
     return path

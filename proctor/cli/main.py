@@ -33,7 +33,13 @@ def console_main() -> int:
     command: an in-process caller of `main` keeps its garbage collector as it was."""
     import gc
 
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # Ctrl-C before a run started (a run's own is answered in run_one)
+        from proctor.cli.console import EXIT_INTERRUPTED
+
+        print("interrupted before any run started: nothing was run or stored", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     gc.freeze()
     leave_without_agent_threads(code)
     return code

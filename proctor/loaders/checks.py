@@ -132,13 +132,37 @@ def long_ids(file: str, ids: list[tuple[str, str]]) -> list[Problem]:
     ]
 
 
+SHOWN_DUPLICATES = 10  # duplicated ids named one by one; the rest are counted in one line
+
+
 def duplicate_ids(file: str, cases: list[Case], location: str) -> list[Problem]:
-    seen: set[str] = set()
-    problems = []
-    for case in cases:
-        if case.case_id in seen:
-            problems.append(Problem(file, location, f"duplicate case id {case.case_id!r}"))
-        seen.add(case.case_id)
+    return repeated_ids(file, [(location, case.case_id) for case in cases])
+
+
+def repeated_ids(file: str, entries: list[tuple[str, str]]) -> list[Problem]:
+    """Each id given more than once, said once with how many times, at its first repeat: a
+    suite repeating one id 100,000 times is one line, not 100,000. At most
+    `SHOWN_DUPLICATES` ids are named; the rest are counted in one more line."""
+    counts: dict[str, int] = {}
+    first_repeat: dict[str, str] = {}
+    for location, case_id in entries:
+        counts[case_id] = counts.get(case_id, 0) + 1
+        if counts[case_id] == 2:
+            first_repeat[case_id] = location
+    repeated = list(first_repeat)
+    problems = [
+        Problem(
+            file,
+            first_repeat[case_id],
+            f"duplicate case id {case_id!r}"
+            + (f" (given {counts[case_id]} times)" if counts[case_id] > 2 else ""),
+        )
+        for case_id in repeated[:SHOWN_DUPLICATES]
+    ]
+    if len(repeated) > SHOWN_DUPLICATES:
+        problems.append(
+            Problem(file, "", f"{len(repeated) - SHOWN_DUPLICATES} more case ids are given more than once")
+        )
     return problems
 
 

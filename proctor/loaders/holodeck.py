@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from proctor.agents.tools.registry import NOT_RUN
 from proctor.files import leaves_roots
 from proctor.loaders import holodeck_cases as holodeck
-from proctor.loaders.checks import check_specs, long_ids
+from proctor.loaders.checks import check_specs, long_ids, repeated_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation
 from proctor.loaders.holodeck_config import with_global_config
@@ -238,15 +238,12 @@ def load_holodeck(path: Path, document: Any) -> Suite:
 
 def _duplicate_names(file: str, raw_cases: list[Any]) -> list[Problem]:
     """A case id given twice, named at the case that repeats it."""
-    seen: set[str] = set()
-    problems = []
+    entries = []
     for index, raw in enumerate(raw_cases):
         name = raw.get("name") if isinstance(raw, dict) else None
         case_id = name if isinstance(name, str) and name.strip() else f"test_{index + 1}"
-        if case_id in seen:
-            problems.append(Problem(file, f"test_cases[{index}].name", f"duplicate case id {case_id!r}"))
-        seen.add(case_id)
-    return problems
+        entries.append((f"test_cases[{index}].name", case_id))
+    return repeated_ids(file, entries)
 
 
 def case_from_test_case_model(

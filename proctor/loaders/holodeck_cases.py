@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 from pydantic import ValidationError
 
 from proctor.env import expand_env
-from proctor.files import URL_SCHEMES, leaves_roots
+from proctor.files import URL_SCHEMES, leaves_roots, not_a_regular_file
 from proctor.loaders.errors import Problem, found, problems_from_validation
 from proctor.loaders.holodeck_keys import EXPECTED_TOOL_KEYS, METRIC_KEYS, TURN_KEYS, unknown_keys
 from proctor.loaders.metric_specs import require_text
@@ -167,6 +167,10 @@ def file_problems(file_input: FileInput, base_dir: Path, file: str, location: st
                 "(add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)",
             )
         ]
+    if file_input.path is not None:
+        kind = not_a_regular_file(base_dir / file_input.path)
+        if kind is not None:  # a FIFO would hang the run, /dev/zero never end
+            return [Problem(file, f"{location}.path", f"{file_input.path} {kind}; expected a file to attach")]
     scheme = urlparse(file_input.url).scheme.lower() if file_input.url is not None else "http"
     if scheme not in URL_SCHEMES:
         return [Problem(file, f"{location}.url", f"only http and https URLs are fetched, not {scheme!r}")]

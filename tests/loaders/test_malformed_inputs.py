@@ -5,6 +5,7 @@ traceback, a hang, or a run that starts."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -904,6 +905,19 @@ CORPUS: dict[str, Bad] = {
         "agent.yaml: invalid YAML: aliases repeat 19.1 MB of text, more than the 10 MB allowed",
         run=True,
     ),
+    "attached file a folder": Bad(
+        {"agent.yaml": files("[{path: docs, type: text}]"), "docs": FOLDER},
+        "agent.yaml: test_cases[0].files[0].path: docs is a folder, not a file; expected a file to attach",
+    ),
+    "attached file a named pipe": Bad(
+        {"agent.yaml": files("[{path: pipe, type: text}]"), "pipe": os.mkfifo},
+        "agent.yaml: test_cases[0].files[0].path: pipe is a named pipe (FIFO), not a file",
+        run=True,
+    ),
+    "vanna one id 20,000 times": Bad(
+        {"v.dataset.json": vanna([{"id": "v1", "message": "hi"}] * 20_000)},
+        "v.dataset.json: dataset.test_cases: duplicate case id 'v1' (given 20000 times)",
+    ),
     "vanna a 1e6-character id": Bad(
         {"v.dataset.json": vanna([{"id": "v" * 1_000_000, "message": "hi"}])},
         "v.dataset.json: dataset.test_cases[0].id: at most 200 characters; found 1000000",
@@ -1013,6 +1027,11 @@ RUN_ONLY: dict[str, Bad] = {
     "agent file missing": Bad(
         {"s.evalset.json": metadata(agent="nowhere.py:agent", eval_config=INLINE_CONFIG)},
         "nowhere.py not found",
+    ),
+    "variant name of 300 characters": Bad(
+        {"s.evalset.json": evalset()},
+        "s.evalset.json: variants.0.name: String should have at most 100 characters",
+        extra={"--variant": "v" * 300 + "={dir}/agent.py:agent"},
     ),
     "negative repeat count": Bad(
         {"s.evalset.json": evalset()},

@@ -141,3 +141,35 @@ def test_ctrl_c_or_sigterm_exits_without_a_traceback_and_names_the_resume(
     assert f"`proctor resume {str(run_id)[:8]}` finishes it" in output, output[-3000:]
     done = _proctor("resume", str(run_id)[:8], "--db", sqlite_url, "--no-progress", CALL_LOG=str(calls))
     assert done.returncode == EXIT_PASSED, done.stdout + done.stderr
+
+
+SLOW_IMPORT = """
+import os, time
+open(os.environ["IMPORTING"], "w").close()
+time.sleep(120)  # a heavy agent module: Ctrl-C comes while it loads
+
+def agent(request):
+    return "hi"
+"""
+
+
+def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, sqlite_url: str) -> None:
+    suite = echo_suite(tmp_path, name="starting", cases=2, agent=SLOW_IMPORT, fails=lambda i: False)
+    marker = tmp_path / "importing"
+    proctor = str(Path(sys.executable).with_name("proctor"))
+    env = {**os.environ, "IMPORTING": str(marker)}
+    env.pop("PREFECT_API_URL", None)
+    log = tmp_path / "run.log"
+    process = start([proctor, "run", str(suite), "--db", sqlite_url, "--no-prefect"], env=env, log=log)
+    try:
+        deadline = time.monotonic() + 180
+        while not marker.exists():
+            assert time.monotonic() < deadline and process.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGINT)
+        code = process.wait(120)
+    finally:
+        stop(process)
+    output = log.read_text()
+    assert code == 130, output  # before: a traceback from the import
+    assert "Traceback" not in output and "nothing was run" in output, output
