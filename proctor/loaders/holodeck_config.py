@@ -1,10 +1,12 @@
 """HoloDeck's global configuration: `~/.holodeck/config.yaml` and the project's `config.yaml`
 beside the agent.yaml (the project's overrides the user's), merged as HoloDeck merges them.
 
-`providers` and `vectorstores` change an evaluation: the entry named by a model's `provider` (by
-key, else by its own `provider` field) fills the keys the model does not set, for the agent's
-model and the evaluations model; a vectorstore tool's `database: name` becomes the named store.
-The other sections are named in a warning, with why they are not used.
+`providers`, `vectorstores` and `mcp_servers` change an evaluation: the entry named by a model's
+`provider` (by key, else by its own `provider` field) fills the keys the model does not set, for
+the agent's model and the evaluations model; a vectorstore tool's `database: name` becomes the
+named store; each of `mcp_servers` is added to the agent's tools unless a tool of the agent has
+its name (HoloDeck's `ConfigLoader._merge_mcp_servers`). The other sections are named in a
+warning, with why they are not used.
 """
 
 from __future__ import annotations
@@ -80,9 +82,37 @@ def with_global_config(document: dict[str, Any], agent_dir: Path) -> tuple[dict[
     if isinstance(vectorstores, dict):
         where = str(agent_dir / "agent.yaml")
         notes += resolve_database_references(document.get("tools"), vectorstores, where)
+    notes += _merge_mcp_servers(document, merged.get("mcp_servers"), " / ".join(read))
     notes += [
-        f"{' / '.join(read)}: {key} is not used (only providers and vectorstores change an evaluation)"
-        for key in sorted(GLOBAL_KEYS - {"providers", "vectorstores"})
+        f"{' / '.join(read)}: {key} is not used "
+        "(only providers, vectorstores and mcp_servers change an evaluation)"
+        for key in sorted(GLOBAL_KEYS - {"providers", "vectorstores", "mcp_servers"})
         if key in merged
     ]
     return document, notes
+
+
+def _merge_mcp_servers(document: dict[str, Any], servers: Any, source: str) -> list[str]:
+    """The global MCP servers appended to the agent's tools, as HoloDeck appends them: skipped
+    when an agent tool has the same name (the agent's wins). HoloDeck dumps each as its
+    `MCPTool` model, so an entry without `type` is an MCP tool."""
+    if not servers:
+        return []
+    if not isinstance(servers, list) or not all(isinstance(s, dict) for s in servers):
+        raise SuiteError([Problem(source, "mcp_servers", "expected a list of MCP tool entries")])
+    tools = document.get("tools")
+    if not isinstance(tools, list):
+        tools = document["tools"] = []
+    taken = {tool.get("name") for tool in tools if isinstance(tool, dict)}
+    notes = []
+    for server in servers:
+        if server.get("name") in taken:
+            notes.append(
+                f"{source}: mcp_servers {server.get('name')!r} not added: the agent has a tool of that name"
+            )
+            continue
+        tools.append({"type": "mcp", **server})
+        notes.append(
+            f"{source}: mcp_servers {server.get('name')!r} added to the agent's tools (as HoloDeck adds it)"
+        )
+    return notes

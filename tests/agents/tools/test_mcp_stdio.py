@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from proctor.agents import AgentInvoker, AgentLoadError, AgentRequest, load_target
-from proctor.cli import EXIT_PASSED
+from proctor.cli import EXIT_PASSED, main
 from tests.agents.tools.conftest import (
     MCP_SERVER,
     SUITE,
@@ -249,3 +249,36 @@ def test_a_run_stopped_by_a_signal_stops_its_server(tmp_path: Path, api: FakeOpe
     while alive(server) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(server), f"the MCP server {server} outlived the run"
+
+
+def test_mcp_servers_of_the_global_config_join_the_agents_tools_as_holodeck_merges_them(
+    tmp_path: Path, api: FakeOpenAI
+) -> None:
+    server = stdio_entry(tmp_path / "pids")
+    del server["type"]  # HoloDeck's global MCPTool: its type is mcp
+    (tmp_path / "config.yaml").write_text(json.dumps({"mcp_servers": [server]}))
+    agent = write_agent(
+        tmp_path, api, {"name": "clock", "description": "The time", "function": "tools.py:clock"}
+    )
+    (tmp_path / "tools.py").write_text("def clock():\n    return '09:00'\n")
+    # the cases apart: a HoloDeck suite beside that config.yaml would get (and check) the server too
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "suite.yaml").rename(tmp_path / "cases" / "suite.yaml")
+    args = [
+        "--no-prefect",
+        "--no-progress",
+        "--db",
+        f"sqlite:///{tmp_path / 'r.db'}",
+        "--output",
+        str(tmp_path / "out"),
+    ]
+    code = main(["run", str(tmp_path / "cases" / "suite.yaml"), "--agent", f"openai:{agent}", *args])
+    assert code == EXIT_PASSED
+    assert len(started_pids(tmp_path / "pids")) == 1
+    offered = [tool["function"]["name"] for tool in api.completions[0]["body"]["tools"]]
+    assert offered[0] == "clock" and "lookup_order" in offered  # the agent's tools, then the global server's
+    # an agent tool of the same name wins: the global server is not added
+    agent.write_text(agent.read_text().replace("name: clock", "name: orders").replace('"clock"', '"orders"'))
+    load_target.cache_clear()
+    loaded = load_target(f"openai:{agent}")
+    assert [tool.name for tool in loaded.config.tools] == ["orders"] and not loaded.runner_tools
