@@ -269,7 +269,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
         best = f"[bold]best variant: {summary.best_variant}[/]"
         Console().print(f"{best} · comparison: {where}", highlight=False)
     if not orchestrated:
-        print(NOT_IN_PREFECT, file=sys.stderr)
+        print(NOT_ASKED if getattr(args, "prefect", None) is False else NOT_IN_PREFECT, file=sys.stderr)
     return EXIT_PASSED if summary.all_passed else EXIT_FAILED
 
 
@@ -278,6 +278,13 @@ NOT_IN_PREFECT = (
     "this run; everything above is stored in the results database. To see runs in the UI: "
     "`prefect server start`, then `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api` "
     "(or pass --prefect to use a temporary server)"
+)
+
+
+NOT_ASKED = (
+    "prefect: not a Prefect flow run (--no-prefect), so the Prefect UI will not show this run; "
+    "everything above is stored in the results database. Leave out --no-prefect to run it as a "
+    "flow run of the Prefect API you configured"
 )
 
 
@@ -304,9 +311,12 @@ def _hint(error: Exception) -> str:
     """What to do about Prefect's temporary API server not starting in time (a busy machine)."""
     if "ephemeral Prefect API server" not in str(error):
         return ""
+    from proctor.temporary_server import DEFAULT_STARTUP_TIMEOUT_S, STARTUP_TIMEOUT_VARIABLE
+
     return (
         ". Point PREFECT_API_URL at a running Prefect server (prefect server start), or give the "
-        "temporary one longer with PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS (default 20)"
+        f"temporary one longer with {STARTUP_TIMEOUT_VARIABLE} (Proctor's default "
+        f"{DEFAULT_STARTUP_TIMEOUT_S:g} s, as the README says)"
     )
 
 

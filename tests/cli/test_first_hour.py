@@ -72,3 +72,14 @@ def test_variants_without_agent_run_each_variant_and_a_bad_one_is_named_as_given
     ) == (EXIT_BAD_INPUT)
     error = " ".join(capsys.readouterr().err.split())
     assert f"--variant b={tmp_path / 'agent.py'}:nope" in error and "metadata.agent" not in error
+
+
+def test_no_prefect_says_why_the_run_is_not_a_flow_run_when_an_api_is_configured(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # configured; never called
+    suite = _suite(tmp_path, agent=True)
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"response_match": 0.7}}))
+    assert _run(suite, tmp_path) == EXIT_PASSED
+    said = " ".join(capsys.readouterr().err.split())
+    assert "not a Prefect flow run (--no-prefect)" in said and "no Prefect API configured" not in said
