@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,6 +41,14 @@ def escape_mrkdwn(text: str) -> str:
     for mark in ("*", "_", "~", "`"):
         escaped = escaped.replace(mark, mark + "\u200b")
     return escaped
+
+
+def escape_keeping_commands(text: str) -> str:
+    """Proctor's own message (a run's error) with its `command` spans as code spans, which
+    copy as typed: escaped as any text, a `createdb proctor_db` would carry zero-width spaces
+    after its `_` and fail when pasted into a shell. The rest is escaped as `escape_mrkdwn`."""
+    parts = re.split(r"(`[^`\n]+`)", text)
+    return "".join(code(part[1:-1]) if index % 2 else escape_mrkdwn(part) for index, part in enumerate(parts))
 
 
 def code(text: str) -> str:
@@ -192,7 +201,7 @@ def summary_blocks(digest: Digest) -> list[dict[str, Any]]:
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": _clip(f"*Run {digest.status}:* {escape_mrkdwn(digest.error)}"),
+                    "text": _clip(f"*Run {digest.status}:* {escape_keeping_commands(digest.error)}"),
                 },
             }
         )

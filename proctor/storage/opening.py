@@ -76,13 +76,14 @@ class DatabaseUnavailable(RuntimeError):
         where = f"-h {parsed.host or 'localhost'} -p {parsed.port or 5432} -U postgres"
         role = parsed.username or "postgres"
         if "role" in reason and "does not exist" in reason:  # as the superuser: the role cannot
-            fix = (
-                f"create the role and its database as the server's superuser: createuser {where} {role}"
-                + (f" && createdb {where} -O {role} {parsed.database}" if parsed.database else "")
+            fix = f"create the role as the server's superuser: `createuser {where} {role}`" + (
+                f", then its database: `createdb {where} -O {role} {parsed.database}`"
+                if parsed.database
+                else ""
             )
         elif "does not exist" in reason and parsed.database:
             fix = (
-                f"create it first, as the server's superuser: createdb {where} -O {role} {parsed.database} "
+                f"create it first, as the server's superuser: `createdb {where} -O {role} {parsed.database}` "
                 f"(or CREATE DATABASE {parsed.database} OWNER {role})"
             )
         else:

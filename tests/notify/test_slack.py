@@ -276,6 +276,18 @@ def test_agent_text_is_escaped_for_slack(slack) -> None:
     assert escape_mrkdwn("*bold*") == "*\u200bbold*\u200b"
 
 
+def test_a_command_in_a_runs_error_copies_as_typed() -> None:
+    from proctor.notify.slack import escape_keeping_commands
+
+    error = (
+        "results database cannot be opened: create it first: `createdb -U postgres -O proc_tor proc_db` <now>"
+    )
+    shown = escape_keeping_commands(error)
+    assert "`createdb -U postgres -O proc_tor proc_db`" in shown  # a code span: no zero-width space
+    assert "\u200b" not in shown and "&lt;now&gt;" in shown
+    assert escape_keeping_commands("a_b `<!here>`") == "a_\u200bb `&lt;!here&gt;`"
+
+
 def test_a_long_failure_list_stays_within_slacks_limits(slack) -> None:
     many = [FailingCase(case_id=f"c{i}", state="failed", reason="x" * 5000) for i in range(60)]
     long = digest(failing=0, failed=120, passed=0, total=120, cases=many, more_failing=60)
