@@ -282,3 +282,22 @@ def test_mcp_servers_of_the_global_config_join_the_agents_tools_as_holodeck_merg
     load_target.cache_clear()
     loaded = load_target(f"openai:{agent}")
     assert [tool.name for tool in loaded.config.tools] == ["orders"] and not loaded.runner_tools
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_prefect_flow_run_starts_the_server_once_and_stops_it(tmp_path: Path, api: FakeOpenAI) -> None:
+    from proctor.flows.evaluate import run_evaluation
+    from proctor.models.request import EvaluationRequest
+
+    agent = write_agent(tmp_path, api, stdio_entry(tmp_path / "pids"))
+    request = EvaluationRequest(
+        suite=str(tmp_path / "suite.yaml"),
+        agent=f"openai:{agent}",
+        database_url=f"sqlite:///{tmp_path / 'r.db'}",
+        report_dir=str(tmp_path / "out"),
+    )
+    summary = asyncio.run(run_evaluation(request))
+    assert (summary.total, summary.passed) == (3, 3)
+    [pid] = started_pids(tmp_path / "pids")
+    assert not alive(pid)
