@@ -32,7 +32,7 @@ def gate_name(summary: RunSummary) -> str:
 def gate_details(summary: RunSummary) -> str:
     return "; ".join(
         f"{run.variant + ': ' if run.variant else ''}{run.passed}/{run.total} passed, {run.errored} errored"
-        + (", regression against the baseline" if (run.regression or {}).get("regressed") else "")
+        + (", regressed against its history" if (run.regression or {}).get("regressed") else "")
         for run in summary.variants or [summary]
     )
 
