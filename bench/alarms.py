@@ -8,7 +8,7 @@ Two levels are counted apart (README): a case *named* (labelled newly failing, o
 failing after that) and the run *Regressed* (the red Prefect state, exit 1, Slack's headline).
 
     python bench/alarms.py [--sims 100] [--aa-sims 30] [--nights 60] [--warm 20] [--repeat 3]
-        [--case-nights 10] [--postgres postgresql://postgres@127.0.0.1:5432/test] [--postgres-sims 4]
+        [--case-nights 7] [--postgres postgresql://postgres@127.0.0.1:5432/test] [--postgres-sims 4]
         [--speed-cases 10000] [--speed-runs 30]
 
 With --postgres, the first --postgres-sims simulations of each kind run again on PostgreSQL
@@ -177,14 +177,16 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=20, help="nights of history before a change")
     parser.add_argument("--warm-up", type=int, default=5, help="A/A nights counted as warm-up")
     parser.add_argument(
-        "--case-nights", type=int, default=10, help="nights followed after one case breaks (one run a night)"
+        "--case-nights", type=int, default=7, help="nights followed after one case breaks (one run a night)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="the --repeat N of the repeated figures")
     parser.add_argument("--postgres", help="also check PostgreSQL gives the same verdicts")
     parser.add_argument("--postgres-sims", type=int, default=4)
     parser.add_argument("--speed-cases", type=int, default=10_000)
     parser.add_argument("--speed-runs", type=int, default=30)
-    parser.add_argument("--skip", default="", help="comma-separated: aa,detect,repeat,postgres,speed")
+    parser.add_argument(
+        "--skip", default="", help="comma-separated: aa,detect (= case,broad),repeat,postgres,speed"
+    )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     with tempfile.TemporaryDirectory() as folder:
@@ -192,11 +194,20 @@ def main() -> None:
         print("nightly verdict against history (window 30, α = 0.05, case level 15 %):")
         if "aa" not in skip:
             a_a(engine, args.aa_sims, args.nights, 1, args.warm_up)
-        if "detect" not in skip:
+        if "detect" not in skip and "case" not in skip:
+            after = args.case_nights
             detection(
-                engine, "stable case (0.95-1.0) breaks", stable_case_breaks, args.sims, args.warm, 3, 1, True
+                engine,
+                "stable case (0.95-1.0) breaks",
+                stable_case_breaks,
+                args.sims,
+                args.warm,
+                after,
+                1,
+                True,
             )
-            detection(engine, "case at 0.7 breaks", flaky_case_breaks, args.sims, args.warm, 3, 1, True)
+            detection(engine, "case at 0.7 breaks", flaky_case_breaks, args.sims, args.warm, after, 1, True)
+        if "detect" not in skip and "broad" not in skip:
             detection(
                 engine, "all cases 15 points worse", broad_drop(0.15), args.sims, args.warm, 2, 1, False
             )
