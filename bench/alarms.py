@@ -18,6 +18,7 @@ and their verdicts are compared night for night with SQLite's.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -45,6 +46,24 @@ from proctor.storage import get_engine  # noqa: E402
 CASES = 100
 
 
+CREATED: list[str] = []
+
+
+def drop_created() -> None:
+    """The PostgreSQL databases this bench made, dropped when it ends."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from proctor.storage.db import dispose_engines
+
+    dispose_engines()
+    for url in CREATED:
+        parsed = make_url(url)
+        admin = parsed.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{parsed.database}"')
+
+
 def fresh_postgres(server: str) -> str:
     import psycopg
     from sqlalchemy.engine import make_url
@@ -56,7 +75,9 @@ def fresh_postgres(server: str) -> str:
     admin = base.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
-    return base.set(database=name).render_as_string(hide_password=False)
+    url = base.set(database=name).render_as_string(hide_password=False)
+    CREATED.append(url)
+    return url
 
 
 def pct(part: float, whole: float) -> str:
@@ -153,7 +174,7 @@ def speed(url: str, cases: int, runs: int) -> None:
     for _ in range(runs + 1):
         last = suite.store_night(suite.draw(rng, rates))
     times = []
-    for _ in range(3):
+    for _ in range(5):
         with Session(engine) as session:
             run = session.get(EvalRun, last.id)
             started = time.perf_counter()
@@ -163,7 +184,8 @@ def speed(url: str, cases: int, runs: int) -> None:
     kind = url.split(":", 1)[0]
     print(
         f"  reading {cases:,} cases x {runs} runs of history and deciding ({kind}): "
-        f"{min(times):.2f} s best of 3, {statistics.median(times):.2f} s median"
+        f"{min(times):.2f} s best of 5, {statistics.median(times):.2f} s median "
+        f"(load average {os.getloadavg()[0]:.1f})"
     )
 
 
@@ -237,4 +259,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_created()

@@ -49,6 +49,9 @@ def failure_tail(failed: int, attempts: int, passed_before: int, failed_before: 
     """P(at least `failed` of `attempts` fail) had nothing changed: how surprising tonight is."""
     if failed <= 0:
         return 1.0
+    if attempts == 1:  # one attempt, failed: the predictive chance of a failure
+        fail_shape = PRIOR_FAILURES + failed_before
+        return fail_shape / (fail_shape + PRIOR_PASSES + passed_before)
     return min(1.0, sum(failure_pmf(attempts, passed_before, failed_before)[failed:]))
 
 

@@ -256,12 +256,35 @@ def judge(
     # once looked at one by one: 10,000 cases x 30 runs are read and judged in about a second.
     present: Counter[str] = Counter()
     adjust: dict[str, list[int]] = {}  # case -> [passes, attempts] beyond one pass per run
-    for run in history:
-        present.update(run.keys())
-        for case_id, (k, n) in [item for item in run.items() if item[1] != (1, 1)]:
+    unusual_runs: dict[str, list[tuple[int, tuple[int, int]]]] = {}  # case -> [(run, counts)]
+    now_keys = now.keys()
+    same_cases = 0  # runs whose cases are tonight's: each case's presence is counted once for all
+    for index, run in enumerate(history):
+        if run.keys() == now_keys:
+            same_cases += 1
+        else:
+            present.update(run.keys())
+        unusual = getattr(run, "unusual", None)
+        if unusual is None:
+            unusual = [item for item in run.items() if item[1] != (1, 1)]
+        for case_id, counts in unusual:
             entry = adjust.setdefault(case_id, [0, 0])
-            entry[0] += k - 1
-            entry[1] += n - 1
+            entry[0] += counts[0] - 1
+            entry[1] += counts[1] - 1
+            unusual_runs.setdefault(case_id, []).append((index, counts))
+    every_run_same = same_cases == len(history)
+    if same_cases:
+        present.update(dict.fromkeys(now_keys, same_cases))
+
+    def case_runs(case_id: str) -> list[tuple[int, int]]:
+        """The case's counts per run that had it, oldest first."""
+        if not every_run_same:
+            return [run[case_id] for run in history if case_id in run]
+        runs = [(1, 1)] * len(history)
+        for index, counts in unusual_runs.get(case_id, ()):
+            runs[index] = counts
+        return runs
+
     repeated = any(extra[1] > 0 for extra in adjust.values()) or any(n > 1 for _, n in now.values())
     common = [case_id for case_id in now if case_id in present]
     per_case_level = significance / 2 / max(1, len(common))
@@ -281,12 +304,13 @@ def judge(
         pmfs.append(failure_pmf(attempts_now, passed_before, attempts_before - passed_before))
         observed += attempts_now - passed_now
         failed_now = passed_now < attempts_now
-        last = next(run[case_id] for run in reversed(history) if case_id in run)
-        last_k, last_n = last
+        if not failed_now and case_id not in unusual_runs:
+            continue  # passing now, and a single pass in every run before: nothing to say
+        runs = case_runs(case_id)
+        last_k, last_n = runs[-1]
         last_failed = last_k < last_n
         if not failed_now and not last_failed:
             continue  # passing, as before: nothing to say
-        runs = [run[case_id] for run in history if case_id in run]
         tonight = surprise(runs, (passed_now, attempts_now), (passed_before, attempts_before))
         flagged = failed_now and tonight.p_value <= CASE_FLAG_LEVEL
         flagged_before = (
