@@ -57,6 +57,20 @@ def _fresh_postgres(server: str) -> str:
     return base.set(drivername="postgresql", database=name).render_as_string(hide_password=False)
 
 
+def _drop_postgres(url: str) -> None:
+    """The bench's database dropped once measured: nothing of it is left on the server."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from proctor.storage.db import dispose_engines
+
+    dispose_engines()  # the writer's pooled connections would keep the database in use
+    parsed = make_url(url)
+    admin = parsed.set(database="postgres").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
+
+
 async def _write_all(writer: ResultWriter, run_id: uuid.UUID, texts: list[str], refuse_every: int) -> int:
     """Checkpoint and final write of every case, as the pipeline does; returns the refused ones."""
     refused = 0
@@ -200,7 +214,11 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, url in targets:
-        figures = measure(url, args.cases, args.refuse_every)
+        try:
+            figures = measure(url, args.cases, args.refuse_every)
+        finally:
+            if label == "PostgreSQL":
+                _drop_postgres(url)
         print(
             f"| {label} | {figures['inputs']:,} | {figures['faults']:,} | {figures['stored_once']:,} | "
             f"{figures['lost']:,} | {figures['noted']:,} | {figures['seconds']:.1f} s |"
