@@ -136,6 +136,7 @@ class CaseResultRow(SQLModel, table=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    agent_retries: int = 0  # requests the agent's client sent again (429, 5xx): paid for, not turns
     started_at: datetime = _timestamp()
     finished_at: datetime | None = _timestamp(nullable=True)
 

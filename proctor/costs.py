@@ -69,6 +69,8 @@ class RunTotals:
     cached_judge_calls: int = 0
     cost_usd: float | None = 0.0
     unpriced: list[str] = field(default_factory=list)
+    agent_retries: int = 0  # requests the agent's client sent again (a 429, a 5xx)
+    judge_retries: int = 0  # judge calls the metric runner made again after a failed attempt
 
     @property
     def agent_tokens(self) -> int:
@@ -89,7 +91,8 @@ class RunTotals:
         return (
             f"agent tokens {self.agent_tokens:,} · judge tokens {self.judge_tokens:,} "
             f"({self.cached_judge_calls:,} of {self.judge_calls:,} judge calls cached, "
-            f"{self.judge_saved_tokens:,} tokens saved) · estimated cost {self.cost_text}"
+            f"{self.judge_saved_tokens:,} tokens saved) · estimated cost {self.cost_text} · "
+            f"retried: agent {self.agent_retries:,}, judge {self.judge_retries:,}"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -101,6 +104,8 @@ class RunTotals:
             "cached_judge_calls": self.cached_judge_calls,
             "estimated_cost_usd": self.cost_usd,
             "cost": self.cost_text,
+            "agent_retries": self.agent_retries,
+            "judge_retries": self.judge_retries,
         }
 
 
@@ -152,13 +157,25 @@ def run_totals(*, session: Session, run_id: uuid.UUID) -> RunTotals:
     table = _table()
     if run is not None and run.prices is not None:
         table = {str(model): (float(pair[0]), float(pair[1])) for model, pair in run.prices.items()}
-    agent_prompt, agent_completion = session.exec(
+    agent_prompt, agent_completion, agent_retries = session.exec(
         select(
             func.coalesce(func.sum(CaseResultRow.prompt_tokens), 0),
             func.coalesce(func.sum(CaseResultRow.completion_tokens), 0),
+            func.coalesce(func.sum(CaseResultRow.agent_retries), 0),
         ).where(CaseResultRow.run_id == run_id)
     ).one()
-    totals = RunTotals(agent_prompt_tokens=int(agent_prompt), agent_completion_tokens=int(agent_completion))
+    totals = RunTotals(
+        agent_prompt_tokens=int(agent_prompt),
+        agent_completion_tokens=int(agent_completion),
+        agent_retries=int(agent_retries),
+        judge_retries=int(
+            session.exec(
+                select(func.coalesce(func.sum(MetricResultRow.retry_count), 0)).where(
+                    MetricResultRow.run_id == run_id
+                )
+            ).one()
+        ),
+    )
     cost = 0.0
     unpriced: list[str] = []
     if totals.agent_tokens:

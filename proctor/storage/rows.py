@@ -133,6 +133,7 @@ def case_row(
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
+        "agent_retries": sum(int(turn.metadata.get("retries", 0)) for turn in outcome.turns),
         "started_at": outcome.started_at,
         "finished_at": outcome.finished_at or (datetime.now(UTC) if final else None),
     }

@@ -18,7 +18,7 @@ from proctor.notify.digest import build_digest
 from proctor.notify.slack import summary_blocks
 from proctor.reporting.summary import summary_markdown
 from proctor.storage import get_engine
-from tests.fakes import FakeOpenAI, judged
+from tests.fakes import FakeOpenAI, Fault, judged
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
 
@@ -138,19 +138,23 @@ def test_an_openai_agents_run_is_priced_with_the_prices_it_ran_with(
     monkeypatch.setenv("PROCTOR_PRICES", str(prices))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with FakeOpenAI(default=_answer_as_agent_or_judge) as api:
+        api.script(Fault.status(503))  # the agent's first request: its client sends it again
         monkeypatch.setenv("OPENAI_BASE_URL", api.base_url)
         (tmp_path / "bot.yaml").write_text(
             f'name: bot\nmodel: {{name: agent-model, endpoint: "{api.base_url}", api_key: "${{OPENAI_API_KEY}}"}}\n'
         )
         args = ["run", str(tmp_path / "agent.yaml"), "--agent", f"openai:{tmp_path / 'bot.yaml'}"]
         main([*args, "--db", sqlite_url, "--no-progress", "--output", str(tmp_path / "r")])
-        sent = list(zip([c["body"]["model"] for c in api.completions], api.usage_sent, strict=True))
+        requests = len(api.completions)
+        sent = list(zip([c["body"]["model"] for c in api.completions[1:]], api.usage_sent, strict=True))
     rates = {"agent-model": (2.0, 4.0), "judge-model": (1.0, 2.0)}
     expected = (
         sum(u["prompt_tokens"] * rates[m][0] + u["completion_tokens"] * rates[m][1] for m, u in sent) / 1e6
     )
     assert {model for model, _ in sent} == {"agent-model", "judge-model"}
-    assert f"estimated cost ${expected:.4f}" in " ".join(capsys.readouterr().out.split())
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"estimated cost ${expected:.4f}" in out
+    assert requests == len(sent) + 1 and "retried: agent 1, judge 0" in out  # the 503 shows
     run = _latest(sqlite_url)
     assert run.agent_model == "agent-model" and run.prices == {k: list(v) for k, v in rates.items()}
 
