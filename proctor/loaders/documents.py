@@ -115,17 +115,17 @@ def _check_yaml_graph(node: yaml.Node) -> str | None:
             if id(child) not in sizes:
                 stack.append((child, False))
     repeated = sizes[id(node)] - len(sizes)
+    if repeated > MAX_ALIAS_VALUES:
+        return (
+            f"aliases repeat {repeated} values, more than the {MAX_ALIAS_VALUES} allowed "
+            "(a 'billion laughs' document?)"
+        )
     written = sum(len(n.value) for n in _unique_scalars(node))
     repeated_chars = chars[id(node)] - written
     if repeated_chars > MAX_ALIAS_CHARS:
         return (
             f"aliases repeat {repeated_chars / 2**20:.1f} MB of text, more than the "
             f"{MAX_ALIAS_CHARS / 2**20:g} MB allowed (PROCTOR_MAX_ALIAS_CHARS)"
-        )
-    if repeated > MAX_ALIAS_VALUES:
-        return (
-            f"aliases repeat {repeated} values, more than the {MAX_ALIAS_VALUES} allowed "
-            "(a 'billion laughs' document?)"
         )
     return None
 
