@@ -75,8 +75,16 @@ class VectorstoreIndex:
         field_ = self.tool.vector_field
         return [field_] if isinstance(field_, str) else list(field_ or [])
 
-    def _read_records(self, source: Path) -> tuple[list[dict[str, Any]], list[Path]]:
-        """Every record to index (id, content, source, metadata) and the files they came from."""
+    def _files(self, source: Path) -> list[Path]:
+        if self.structured:
+            return [source]
+        files = discover_files(source, self.warn)
+        if not files:
+            self.warn(f"tool {self.tool.name!r}: no supported files found in source {self.tool.source}")
+        return files
+
+    def _read_records(self, source: Path, files: list[Path]) -> list[dict[str, Any]]:
+        """Every record to index: id, content, source (and metadata or chunk index)."""
         tool = self.tool
         if self.structured:
             rows = structured_records(
@@ -88,10 +96,7 @@ class VectorstoreIndex:
                 tool.delimiter,
                 self.warn,
             )
-            return [{**row, "source": str(source)} for row in rows], [source]
-        files = discover_files(source, self.warn)
-        if not files:
-            self.warn(f"tool {tool.name!r}: no supported files found in source {tool.source}")
+            return [{**row, "source": str(source)} for row in rows]
         records: list[dict[str, Any]] = []
         for path in files:
             try:
@@ -107,25 +112,27 @@ class VectorstoreIndex:
                 {"id": f"{path}_chunk_{index}", "content": chunk, "source": str(path), "chunk_index": index}
                 for index, chunk in enumerate(chunks)
             ]
-        return records, files
-
-    async def build(self) -> BuildStats:
-        """Index the source (or take the cached index of the same files and settings)."""
-        started = time.perf_counter()
-        source = resolve_source(self.tool.source, self.base_dir)
-        records, files = self._read_records(source)
         for skipped in self.stats.skipped:
             self.warn(f"tool {self.tool.name!r}: file skipped: {skipped}")
+        return records
+
+    async def build(self) -> BuildStats:
+        """Index the source, or take the cached index of the same files, settings and embedding
+        model (then no file is converted and no chunk embedded again)."""
+        started = time.perf_counter()
+        source = resolve_source(self.tool.source, self.base_dir)
+        files = self._files(source)
         settings = self.tool.model_dump(
             include={"chunk_size", "vector_field", "meta_fields", "id_field", "field_separator", "delimiter"}
         )
         root = source if source.is_dir() else source.parent
         key = index_cache.index_key("vectorstore", settings, self.embedder.model_id, files, root)
         cached = index_cache.load(key)
-        if cached is not None and [r["content"] for r in cached[0]] == [r["content"] for r in records]:
-            vectors = cached[1]
+        if cached is not None:
+            records, vectors = cached
             self.stats.from_cache = True
         else:
+            records = self._read_records(source, files)
             embedded = await self.embedder.embed([record["content"] for record in records]) if records else []
             check_dimensions(embedded, self.expected_dimensions)
             vectors = np.asarray(embedded, dtype=np.float64)
