@@ -7,15 +7,17 @@ with Retry-After, x-ratelimit headers) and answers after a log-normal latency (m
 (`evaluate_in_process`), with no setting about the quota: it learns it from the answers.
 
 Three runs: the default concurrency (no tuning), --concurrency ten times too high, and ten
-times too low (where the summary must say that concurrency limits the run). Printed per run:
+times too low (where the summary must say that concurrency limits the run; a tenth of the
+cases by default, since one case at a time takes ten times as long). Printed per run:
 throughput as a share of the quota (requests the server admitted per minute of the run, over
 --rpm), failed and errored cases, the share of requests answered 429, time calls waited for
 quota, and the summary's note.
 
 The full figure (2,000 cases at 600 RPM) takes about 7 minutes per run; `--scale 10` runs the
-same logic ten times faster in every respect the quota sees (RPM x10, cases as given), e.g.
-`--rpm 600 --scale 10` is 6,000 RPM. The machine is shared (2 cores, other jobs): figures are
-noisy, and the load average is printed with them.
+same workload ten times faster (RPM x10, latency /10, so the same number of calls in flight
+uses the same share of the quota), e.g. `--rpm 600 --scale 10` is 6,000 RPM at a 60 ms median;
+Proctor's own work per call is then ten times as large a share of the time. The machine is
+shared (2 cores, other jobs): figures are noisy, and the load average is printed with them.
 
 Usage: python bench/quota.py [--cases 2000] [--rpm 600] [--scale 1] [--runs default,high,low]
                              [--latency-median 0.6] [--latency-sigma 0.5]
@@ -39,6 +41,7 @@ sys.path.insert(0, str(PROJECT / "bench"))
 from quota_server import QuotaServer  # noqa: E402
 
 DEFAULT_CONCURRENCY = 8
+HIGH = DEFAULT_CONCURRENCY * 10
 
 
 def suite(folder: Path, cases: int, base_url: str) -> Path:
@@ -46,7 +49,8 @@ def suite(folder: Path, cases: int, base_url: str) -> Path:
         f"  - {{name: c{i}, input: 'Question {i}: what is six times seven?', ground_truth: '42'}}"
         for i in range(cases)
     )
-    model = f'{{provider: openai, name: NAME, endpoint: "{base_url}", api_key: "${{BENCH_MODEL_KEY}}", temperature: 0}}'
+    key = "${BENCH_MODEL_KEY}"
+    model = f'{{provider: openai, name: NAME, endpoint: "{base_url}", api_key: "{key}", temperature: 0}}'
     path = folder / "agent.yaml"
     path.write_text(
         textwrap.dedent("""\
@@ -68,15 +72,16 @@ def suite(folder: Path, cases: int, base_url: str) -> Path:
     return path
 
 
-def one_run(label: str, args: argparse.Namespace, concurrency: int | None) -> None:
+def one_run(label: str, args: argparse.Namespace, concurrency: int | None, cases: int) -> None:
     from proctor.local_run import evaluate_in_process
     from proctor.models.request import EvaluationRequest
 
     rpm = args.rpm * args.scale
-    with QuotaServer(rpm=rpm, median_s=args.latency_median, sigma=args.latency_sigma) as server:
+    median_s = args.latency_median / args.scale  # the same calls in flight at the same share
+    with QuotaServer(rpm=rpm, median_s=median_s, sigma=args.latency_sigma) as server:
         folder = Path(tempfile.mkdtemp(prefix="proctor-quota-"))
         fields = {
-            "suite": str(suite(folder, args.cases, server.base_url)),
+            "suite": str(suite(folder, cases, server.base_url)),
             "database_url": f"sqlite:///{folder}/r.db",
             "report_dir": str(folder / "reports"),
         }
@@ -108,6 +113,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=float, default=600)
     parser.add_argument("--scale", type=float, default=1.0, help="RPM times this (a faster variant)")
     parser.add_argument("--runs", default="default,high,low")
+    parser.add_argument(
+        "--low-cases", type=int, help="cases of the x10-too-low run (default: a tenth; one at a time is slow)"
+    )
     parser.add_argument("--latency-median", type=float, default=0.6)
     parser.add_argument("--latency-sigma", type=float, default=0.5)
     args = parser.parse_args()
@@ -116,17 +124,22 @@ def main() -> None:
     load = os.getloadavg()
     print(
         f"{args.cases} cases (agent + judge), quota {args.rpm * args.scale:g} RPM, latency median "
-        f"{args.latency_median:g} s (log-normal, sigma {args.latency_sigma:g}); load average "
+        f"{args.latency_median / args.scale:g} s (log-normal, sigma {args.latency_sigma:g}); load average "
         f"{load[0]:.1f} on {os.cpu_count()} cores (shared machine: noisy)"
     )
+    low_cases = args.low_cases or max(1, args.cases // 10)
     runs = {
-        "default": ("default concurrency (no tuning)", None),
-        "high": (f"concurrency {DEFAULT_CONCURRENCY * 10} (x10 too high)", DEFAULT_CONCURRENCY * 10),
-        "low": ("concurrency 1 (x10 too low)", 1),
+        "default": ("default concurrency (no tuning)", None, args.cases),
+        "high": (
+            f"concurrency {DEFAULT_CONCURRENCY * 10} (x10 too high)",
+            DEFAULT_CONCURRENCY * 10,
+            args.cases,
+        ),
+        "low": (f"concurrency 1 (x10 too low), {low_cases} cases", 1, low_cases),
     }
     for name in args.runs.split(","):
-        label, concurrency = runs[name]
-        one_run(label, args, concurrency)
+        label, concurrency, cases = runs[name]
+        one_run(label, args, concurrency, cases)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,15 @@ from proctor.stopping import stop_signal_in
 from proctor.storage import default_database_url, get_engine, redact_url
 from proctor.storage.db import check_same_file, file_identity
 from proctor.storage.lease import Heartbeat, claim, hold, new_owner
-from proctor.storage.runs import ResumePoint, create_run, reopen_run, resume_point, run_of_flow_run
+from proctor.storage.runs import (
+    ResumePoint,
+    create_run,
+    forget_refused_by_quota,
+    refused_by_quota,
+    reopen_run,
+    resume_point,
+    run_of_flow_run,
+)
 from proctor.suite_fingerprint import differences, fingerprint
 from proctor.user_code import restoring_process_state
 
@@ -180,7 +188,7 @@ def _start_or_resume(
             session.commit()
             hold(owner)
             return new_run.id, None, owner
-        if stopped.status is RunStatus.COMPLETED:
+        if stopped.status is RunStatus.COMPLETED and not refused_by_quota(session=session, run_id=stopped.id):
             raise SuiteError([Problem(request.suite, "resume_run_id", f"run {stopped.id} already completed")])
         changed = differences(
             (stopped.config or {}).get("suite_fingerprint"), new_run.config["suite_fingerprint"]
@@ -201,6 +209,7 @@ def _start_or_resume(
     claim(engine, stopped_id, owner)  # its own transaction, before this session writes
     with Session(engine, expire_on_commit=False) as session:
         reopen_run(session=session, run_id=stopped_id, flow_run_id=flow_run_id)
+        forget_refused_by_quota(session=session, run_id=stopped_id)  # run again, stored afresh
         point = resume_point(session=session, run_id=stopped_id)
         session.commit()
         return stopped_id, point, owner

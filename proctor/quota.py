@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from proctor.call_clock import waiting_for_turn
 
+QUOTA_ERROR = "the provider's rate limit:"  # how a call refused past the patience is worded
 PACE = 0.97  # of a known rate: the provider's clock and ours differ by a little
 START_WINDOW = 8  # calls in flight before anything is known (grows quickly while nothing is refused)
 MAX_WINDOW = 1024
@@ -81,6 +82,15 @@ def parse_limit(text: str) -> QuotaLimit:
     if not values:
         raise ValueError(f"rate limit {text!r}: give NUMBERrpm and/or NUMBERtpm")
     return QuotaLimit(endpoint=endpoint.strip() or "*", **values)
+
+
+def quota_error(patience_s: float, detail: str) -> str:
+    """The error of a call the provider still refused after the patience: the provider's, and
+    `proctor resume` redoes its case (`proctor.storage.runs.resume_point`)."""
+    return (
+        f"{QUOTA_ERROR} still HTTP 429 after waiting {patience_s:g} s for quota "
+        f"(`proctor resume` redoes it): {detail}"
+    )
 
 
 def parse_duration(value: str | None) -> float | None:

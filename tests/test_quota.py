@@ -170,3 +170,35 @@ def test_agent_and_judge_calls_to_one_endpoint_share_one_budget(
     assert min(gaps) >= 0.9, gaps
     assert summary.quota is not None and summary.quota["requests"] == 4
     assert summary.quota["limit_rpm"] == 60
+
+
+def test_cases_the_provider_still_refused_after_the_patience_are_redone_by_resume(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proctor.local_run import evaluate_in_process
+    from proctor.models.request import EvaluationRequest
+    from tests.fakes import Fault, judged
+
+    refusing = [True]
+
+    def reply(body: dict) -> object:
+        if body.get("model") == "judge-model":
+            return Fault.status(429, "quota exhausted", retry_after=0.05) if refusing[0] else judged(5)
+        return "It is 42."
+
+    monkeypatch.setenv("QUOTA_TEST_KEY", "sk-resume")
+    with FakeOpenAI(default=reply) as api:
+        (tmp_path / "agent.yaml").write_text(SHARED_SUITE.replace("URL", api.base_url))
+        fields = {
+            "suite": str(tmp_path / "agent.yaml"),
+            "database_url": f"sqlite:///{tmp_path}/r.db",
+            "report_dir": str(tmp_path / "r"),
+            "quota_patience_s": 0.3,
+        }
+        first = asyncio.run(evaluate_in_process(EvaluationRequest(**fields)))
+        assert (first.total, first.passed, first.errored) == (2, 0, 2)  # the provider's, not the agent's
+        refusing[0] = False  # the quota has come back
+        quota.forget()
+        again = asyncio.run(evaluate_in_process(EvaluationRequest(**fields, resume_run_id=first.run_id)))
+    assert again.run_id == first.run_id
+    assert (again.total, again.passed, again.errored) == (2, 2, 0)

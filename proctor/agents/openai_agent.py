@@ -41,6 +41,8 @@ from proctor.env import expand_env
 from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
+from proctor.quota import quota_error
+from proctor.quota_http import patience_of
 from proctor.user_code import load_python_target
 
 
@@ -304,7 +306,9 @@ class OpenAIToolAgent:
                     response_format=self.response_format or openai.NOT_GIVEN,  # type: ignore[arg-type]
                 )
             except openai.APIError as error:  # its message is stored: never with the key in it
-                raise ModelCallError(redact(str(error), self._api_key)) from None
+                patience = patience_of(error)  # refused past the quota patience: the provider's
+                message = quota_error(patience, str(error)) if patience is not None else str(error)
+                raise ModelCallError(redact(message, self._api_key)) from None
             # Every completion is one model call, recorded as it comes (a later failure keeps
             # it), with its tokens when the endpoint reports them.
             usage = completion.usage

@@ -348,17 +348,18 @@ def resume_command(args: argparse.Namespace) -> int:
     from proctor.models.tables import RunStatus
     from proctor.storage import default_database_url, get_engine
     from proctor.storage.lease import describe_holder, holder_alive
-    from proctor.storage.runs import resume_point
+    from proctor.storage.runs import refused_by_quota, resume_point
 
     database_url = args.database_url or default_database_url()
     try:
         with Session(get_engine(database_url)) as session:
             run = find_run(session, args.run_id)
             finished = len(resume_point(session=session, run_id=run.id).finished)
+            redo = refused_by_quota(session=session, run_id=run.id)  # the provider's refusals
     except LookupError as error:
         print_problems(ValueError(f"resume: {error}"))
         return EXIT_BAD_INPUT
-    if run.status is RunStatus.COMPLETED:
+    if run.status is RunStatus.COMPLETED and not redo:
         print_problems(ValueError(f"resume: run {run.id} already completed; nothing to resume"))
         return EXIT_BAD_INPUT
     if holder_alive(run.owner, run.heartbeat_at):

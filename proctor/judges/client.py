@@ -180,6 +180,7 @@ class JudgeClient:
     ) -> JudgeReply:
         import openai  # loaded already: the client was made with it
 
+        from proctor.quota import quota_error
         from proctor.quota_http import patience_of
 
         started = time.perf_counter()
@@ -199,9 +200,7 @@ class JudgeClient:
             patience = patience_of(error)
             if patience is not None:
                 raise JudgeError(
-                    f"the provider's rate limit: still HTTP 429 after waiting {patience:g} s for quota "
-                    f"(the patience; `proctor resume` redoes it): {error.message}",
-                    retry_after=_retry_after(error),
+                    quota_error(patience, error.message), retry_after=_retry_after(error)
                 ) from None
             raise JudgeError(
                 f"judge rate-limited (HTTP 429): {error.message}", retry_after=_retry_after(error)

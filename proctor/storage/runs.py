@@ -186,6 +186,7 @@ def resume_point(*, session: Session, run_id: uuid.UUID) -> ResumePoint:
         )
     ):
         point.finished.add((case_id, attempt))
+    point.finished -= refused_by_quota(session=session, run_id=run_id)  # redone
     for row in session.exec(
         select(CaseResultRow).where(
             CaseResultRow.run_id == run_id, CaseResultRow.state == CaseState.AGENT_COMPLETE.value
@@ -193,6 +194,46 @@ def resume_point(*, session: Session, run_id: uuid.UUID) -> ResumePoint:
     ):
         point.checkpoints[(row.case_id, row.attempt)] = row
     return point
+
+
+def refused_by_quota(*, session: Session, run_id: uuid.UUID) -> set[tuple[str, int]]:
+    """The case runs that ended in an error because the model provider still refused a call
+    after the quota patience (`proctor.quota.QUOTA_ERROR`): not the agent's fault, so a resume
+    runs them again, even in a run that completed."""
+    from proctor.quota import QUOTA_ERROR
+
+    errored = [CaseState.AGENT_FAILED.value, CaseState.EVALUATION_FAILED.value]
+    return {
+        (case_id, attempt)
+        for case_id, attempt, errors in session.exec(
+            select(CaseResultRow.case_id, CaseResultRow.attempt, CaseResultRow.errors).where(
+                CaseResultRow.run_id == run_id, col(CaseResultRow.state).in_(errored)
+            )
+        )
+        if any(QUOTA_ERROR in str(error) for error in errors or [])
+    }
+
+
+def forget_refused_by_quota(*, session: Session, run_id: uuid.UUID) -> int:
+    """Delete the rows of the case runs the provider refused (`refused_by_quota`), so a resume
+    stores them afresh; returns how many. The caller commits."""
+    refused = refused_by_quota(session=session, run_id=run_id)
+    for case_id, attempt in refused:
+        row = session.exec(
+            select(CaseResultRow).where(
+                CaseResultRow.run_id == run_id,
+                CaseResultRow.case_id == case_id,
+                CaseResultRow.attempt == attempt,
+            )
+        ).first()
+        if row is None:
+            continue
+        for metric in session.exec(select(MetricResultRow).where(MetricResultRow.case_result_id == row.id)):
+            session.delete(metric)
+        session.flush()
+        session.delete(row)
+    session.flush()
+    return len(refused)
 
 
 def reopen_run(*, session: Session, run_id: uuid.UUID, flow_run_id: str | None) -> EvalRun:
