@@ -48,7 +48,12 @@ class EvaluationRequest(FormModel):
     config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
     database_url: str | None = Field(
         default=None,
-        description="SQLAlchemy URL; default .proctor/proctor.db",
+        title="Results database",
+        description=(
+            "SQLAlchemy URL with no password in it (postgresql://proctor@db.example:5432/proctor). "
+            "Left empty: PROCTOR_DATABASE_URL where the run executes (on a worker, the worker's), "
+            "else .proctor/proctor.db there"
+        ),
         json_schema_extra={"pattern": URL_WITHOUT_PASSWORD_PATTERN},
     )
     report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")

@@ -181,7 +181,7 @@ def test_the_run_form_starts_a_run_that_ends_red_and_posts_to_slack(service, tmp
         assert shown == titles, f"form order on {'PostgreSQL' if service['postgres'] else 'SQLite'}: {shown}"
 
         page.type_into(text_box("Suite"), "examples/weather/weather.evalset.json")
-        fill(page, "Database Url", f"sqlite:///{database}")
+        fill(page, "Results database", f"sqlite:///{database}")
         fill(page, "Report Dir", str(tmp_path / "report"))
         page.click(tab("Slack", "SlackSettings"))  # Slack on
         page.wait_for(f"!!{field('Channel')}", what="the Slack settings")

@@ -48,6 +48,12 @@ def test_the_form_keeps_the_models_field_order_on_a_postgresql_server(form, mode
     assert _ui_order(properties) == list(model.model_fields)  # the form is in order anyway
 
 
+def test_the_database_field_says_what_an_empty_one_means_on_a_worker(form) -> None:
+    field = form["definitions"]["EvaluationRequest"]["properties"]["database_url"]
+    assert field["title"] == "Results database"
+    assert "PROCTOR_DATABASE_URL" in field["description"] and "worker" in field["description"]
+
+
 def test_every_field_has_a_label_and_descriptions_have_no_tags(form) -> None:
     request = form["definitions"]["EvaluationRequest"]["properties"]
     assert request["slack"]["title"] == "Slack"  # the newer UI labelled it "Field"
