@@ -150,6 +150,11 @@ def _database_findings(
             "vectorstore tools); stored in memory, as HoloDeck does"
         )
         return []
+    if database is not None and database.provider == "chromadb":
+        warnings.append(
+            f"{where}: database 'chromadb' is kept in memory: Proctor has no Chroma client (HoloDeck does "
+            "the same whenever Chroma is not installed or not reachable; the search is exact either way)"
+        )
     if database is None or database.provider in LOCAL_PROVIDERS:
         return []
     location = f"tools[{index}].database.provider"

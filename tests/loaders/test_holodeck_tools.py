@@ -208,3 +208,4 @@ def test_a_named_database_comes_from_the_global_config(tmp_path):
     text = "\n".join(suite.warnings)
     assert "tools[1].database 'nowhere' is not a vectorstore of the global config (available: local)" in text
     assert "vectorstores is not used" not in text
+    assert "tools[0]: database 'chromadb' is kept in memory: Proctor has no Chroma client" in text
