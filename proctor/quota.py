@@ -6,16 +6,18 @@ either leaves most of it unused or runs into 429s, retries and timeouts; here ev
 takes its turn from one `QuotaBudget` that learns the quota:
 
 * from limits the user states (`QuotaLimit`: RPM and/or TPM for an endpoint) -- an upper bound;
-* from the provider's `x-ratelimit-limit-requests` / `-tokens` headers (OpenAI's names, also
-  sent by Azure OpenAI, Groq, Together, vLLM's rate limiters...) and their `-remaining-` /
-  `-reset-` companions;
-* from 429 answers otherwise: the budget pauses for `Retry-After` and halves its request rate
-  window, then grows it again (AIMD), so a provider that tells nothing is probed.
+* from the provider's `x-ratelimit-limit-requests` / `-tokens` headers (OpenAI's names) and
+  their `-remaining-` / `-reset-` companions;
+* from 429 answers otherwise: the budget pauses every call for `Retry-After` and halves how
+  many calls it lets out at once, then grows that again (AIMD), so a provider that tells
+  nothing is probed.
 
 Requests are paced evenly at a little under the known rate (a burst would spend a minute's
 quota in its first seconds), and a request's tokens are estimated from its body until the
-answer's `usage` corrects the tally. The budget is plain asyncio: the HTTP side is
-`proctor.quota_http`, which every model client of a run is given.
+answer's `usage` corrects the tally. The budget is asyncio with a thread lock, so the
+process's event loops (Proctor's and the agents' own) share it; the HTTP side is
+`proctor.quota_http`, which every model client of a run is given. It is per process: workers
+on other machines or processes do not share it (yet).
 """
 
 from __future__ import annotations
