@@ -292,7 +292,7 @@ async def _run_owned(
         run_id=run_id,
         database_url=database_url,
         agent=agent,
-        suite_dir=str(Path(suite.path).parent),
+        suite_dir=str(Path(suite.path).resolve().parent),  # absolute: an agent may os.chdir
         concurrency=request.concurrency,
         concurrency_auto="concurrency" not in request.model_fields_set,
         agent_timeout_s=request.agent_timeout_s,

@@ -224,3 +224,48 @@ def test_an_agent_cancelling_other_tasks_fails_only_the_calls_it_cancelled_and_i
     assert stored["canceller"][0] == "COMPLETE", stored
     assert stored["victim"][0] == "AGENT_FAILED"
     assert "cancelled by the agent code of case 'canceller'" in stored["victim"][1][0], stored
+
+
+MOVING = """
+import os
+
+def agent(request):
+    if request.case_id == "first":
+        os.chdir("/")  # before the second case's attached file is read
+    return "answer q"
+"""
+
+
+def test_files_attached_relative_to_the_suite_are_read_after_an_agent_moved_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "agents.py").write_text(MOVING)
+    (tmp_path / "notes.txt").write_text("opening hours")
+    (tmp_path / "suite.yaml").write_text(
+        "name: moving\ntest_cases:\n  - {name: first, input: 'q', ground_truth: 'answer q'}\n"
+        "  - {name: second, input: 'q', ground_truth: 'answer q', files: [{path: notes.txt, type: text}]}\n"
+        "evaluations:\n  metrics:\n    - {type: standard, metric: exact_match, threshold: 0.5}\n"
+    )
+    command = str(Path(sys.executable).with_name("proctor"))
+    environment = {key: value for key, value in os.environ.items() if key != "PREFECT_API_URL"}
+    done = subprocess.run(
+        [
+            command,
+            "run",
+            "suite.yaml",
+            "--agent",
+            "agents.py:agent",
+            "--db",
+            "sqlite:///results.db",
+            "--no-progress",
+            "--no-prefect",
+            "--concurrency",
+            "1",
+        ],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert done.returncode == EXIT_PASSED, done.stdout + done.stderr  # before: "notes.txt: file not found"
