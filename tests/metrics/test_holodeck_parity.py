@@ -16,27 +16,16 @@ few packages its evaluators import are needed, and its full set would replace Pr
 
 from __future__ import annotations
 
-import asyncio
-import os
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")  # deepeval phones home on import otherwise
-
 pytestmark = pytest.mark.needs_extra  # CI runs these with holodeck-ai installed
-pytest.importorskip("holodeck", reason="holodeck-ai is not installed (see .ci/run, half 2)")
+from tests.upstream_holodeck import run_holodeck, skip_without_holodeck  # noqa: E402
 
-_here = os.getcwd()
-with tempfile.TemporaryDirectory() as _elsewhere:  # deepeval makes a .deepeval folder where it is imported
-    os.chdir(_elsewhere)
-    try:
-        from holodeck.lib.evaluators.deterministic import EqualityEvaluator, NumericEvaluator
-        from holodeck.lib.evaluators.nlp_metrics import BLEUEvaluator
-    finally:
-        os.chdir(_here)
+skip_without_holodeck()
+
 from rouge_score import rouge_scorer  # noqa: E402
 
 from proctor.loaders import load_suite  # noqa: E402
@@ -82,21 +71,47 @@ METRICS = """
 """
 
 
-def _holodeck(metric: dict, answer: str, truth: str) -> tuple[float, bool]:
-    """HoloDeck's score and verdict for one metric entry, as its executor records them."""
-    name, threshold = metric["metric"], metric.get("threshold")
-    flags = {key: value for key, value in metric.items() if key not in ("type", "metric", "threshold")}
-    if name == "rouge":  # evaluate's "rouge" metric, computed offline (see the module docstring)
-        score = (
-            rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False).score(truth, answer)["rougeL"].fmeasure
-        )
-        result = {"rouge": score, "passed": True if threshold is None else score >= threshold}
-    else:
-        evaluator = {"bleu": BLEUEvaluator, "equality": EqualityEvaluator, "numeric": NumericEvaluator}[name]
-        result = asyncio.run(evaluator(**flags).evaluate(response=answer, ground_truth=truth))
+HOLODECK_SCRIPT = """
+import asyncio, json, sys
+from holodeck.lib.evaluators.deterministic import EqualityEvaluator, NumericEvaluator
+from holodeck.lib.evaluators.nlp_metrics import BLEUEvaluator
+EVALUATORS = {"bleu": BLEUEvaluator, "equality": EqualityEvaluator, "numeric": NumericEvaluator}
+results = []
+for metric, answer, truth in json.load(sys.stdin):
+    flags = {k: v for k, v in metric.items() if k not in ("type", "metric", "threshold")}
+    result = asyncio.run(EVALUATORS[metric["metric"]](**flags).evaluate(response=answer, ground_truth=truth))
+    results.append({k: v for k, v in result.items() if k != "error"})
+print(json.dumps(results))
+"""
+
+
+def _verdict(name: str, threshold: float | None, result: dict) -> tuple[float, bool]:
+    """HoloDeck's executor (`TestExecutor._run_evaluations`): the score under the metric's name,
+    passed by the written threshold if any, else by the evaluator's `passed`."""
     score = result.get(name, result.get("score", 0.0))
     passed = score >= threshold if threshold is not None else bool(result.get("passed", score > 0))
     return score, passed
+
+
+def _holodeck_results(entries: list[dict]) -> dict[tuple[int, str, str], tuple[float, bool]]:
+    """Every (entry, answer, truth) scored as HoloDeck scores it; ROUGE as evaluate computes it."""
+    asked = [(index, entry, answer, truth) for index, entry in enumerate(entries) for answer, truth in PAIRS]
+    own = [(entry, answer, truth) for _, entry, answer, truth in asked if entry["metric"] != "rouge"]
+    answers = iter(run_holodeck(HOLODECK_SCRIPT, own))
+    results = {}
+    for index, entry, answer, truth in asked:
+        threshold = entry.get("threshold")
+        if entry["metric"] == "rouge":  # evaluate's "rouge" metric, offline (see the module docstring)
+            score = (
+                rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+                .score(truth, answer)["rougeL"]
+                .fmeasure
+            )
+            result = {"rouge": score, "passed": True if threshold is None else score >= threshold}
+        else:
+            result = next(answers)
+        results[(index, answer, truth)] = _verdict(entry["metric"], threshold, result)
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +130,14 @@ def test_scores_and_verdicts_equal_holodecks_own_evaluators(specs: list) -> None
 
     entries = yaml.safe_load(METRICS)
     assert len(entries) == len(specs)
+    holodeck = _holodeck_results(entries)
     compared = 0
-    for entry, spec in zip(entries, specs, strict=True):
+    for index, (entry, spec) in enumerate(zip(entries, specs, strict=True)):
         bound = BoundMetric(spec, REGISTRY.build(spec))
         for answer, truth in PAIRS:
             score = bound.metric.evaluate(make_ctx(make_case(expected_response=truth), agent_turn(answer)))
             ours = (score.value, score.passed if score.passed is not None else score.value >= bound.threshold)
-            theirs = _holodeck(entry, answer, truth)
+            theirs = holodeck[(index, answer, truth)]
             assert ours[0] == pytest.approx(theirs[0], abs=1e-9), (entry, answer, truth)
             assert ours[1] == theirs[1], (entry, answer, truth, ours, theirs)
             compared += 1

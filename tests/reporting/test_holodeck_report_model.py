@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from proctor.cli import EXIT_FAILED, main
+from proctor.cli import EXIT_FAILED
 from proctor.models.holodeck import TestReport
 from tests.fakes import FakeOpenAI, judged
 
@@ -55,6 +57,19 @@ test_cases:
 """
 
 
+VALIDATE = """
+import json, sys
+from holodeck.models.test_result import TestReport
+report = TestReport.model_validate(json.load(sys.stdin))
+print(json.dumps({
+    "results": len(report.results),
+    "total_tests": report.summary.total_tests,
+    "responses": [turn.response for turn in report.results[1].turns],
+    "kinds": {m.metric_name: m.kind for m in report.results[0].metric_results},
+}))
+"""
+
+
 @pytest.fixture
 def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("JUDGE_KEY", "sk-judge")
@@ -63,8 +78,13 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     (tmp_path / "order.txt").write_text("Order 42: shipped on 3 May.\n")
     with FakeOpenAI(default=judged(4, "mostly right")) as api:
         (tmp_path / "agent.yaml").write_text(SUITE.format(endpoint=api.base_url))
-        code = main(
+        # its own process: the agent's failure and the run's process-wide state stay out of
+        # the tests after this one
+        done = subprocess.run(
             [
+                sys.executable,
+                "-c",
+                "import sys; from proctor.cli import main; sys.exit(main(sys.argv[1:]))",
                 "run",
                 str(tmp_path / "agent.yaml"),
                 "--agent",
@@ -75,9 +95,13 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
                 f"sqlite:///{tmp_path / 'runs.db'}",
                 "--output",
                 str(tmp_path / "out"),
-            ]
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PREFECT_API_URL": ""},
         )
-    assert code == EXIT_FAILED  # the conversation's agent fails on its second turn
+    assert done.returncode == EXIT_FAILED, done.stderr  # the conversation's agent fails on turn 2
     return json.loads((tmp_path / "out" / "report.json").read_text())
 
 
@@ -105,21 +129,12 @@ def test_the_report_is_written_as_holodeck_writes_its_own(report: dict) -> None:
 
 
 @pytest.mark.needs_extra  # CI runs it with holodeck-ai installed
-def test_the_report_validates_against_holodecks_own_model(report: dict, tmp_path: Path) -> None:
-    pytest.importorskip("holodeck", reason="holodeck-ai is not installed (see .ci/run, half 2)")
-    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
-    here = os.getcwd()
-    os.chdir(tmp_path)  # HoloDeck's models import nothing that writes, but stay out of the tree
-    try:
-        from holodeck.models.test_result import TestReport as HoloDeckTestReport
-    finally:
-        os.chdir(here)
-    validated = HoloDeckTestReport.model_validate(report)
-    assert len(validated.results) == 2 and validated.summary.total_tests == 2
-    assert [turn.response for turn in validated.results[1].turns] == [
-        "Order 42 shipped.",
-        None,
-        "Order 42 shipped.",
-    ]
-    kinds = {m.metric_name: m.kind for m in validated.results[0].metric_results}
+def test_the_report_validates_against_holodecks_own_model(report: dict) -> None:
+    from tests.upstream_holodeck import run_holodeck, skip_without_holodeck
+
+    skip_without_holodeck()
+    checked = run_holodeck(VALIDATE, report)
+    assert checked["results"] == 2 and checked["total_tests"] == 2
+    assert checked["responses"] == ["Order 42 shipped.", None, "Order 42 shipped."]
+    kinds = checked["kinds"]
     assert kinds["faithfulness"] == "rag" and kinds["Helpful"] == "geval" and kinds["Shipped"] == "code"
