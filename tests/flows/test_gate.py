@@ -87,12 +87,14 @@ def test_a_run_that_cannot_start_tells_slack_why(slack, sqlite_url, policy, capl
 
 
 def test_a_run_whose_database_is_unreachable_tells_slack_and_logs_when_slack_fails_too(
-    slack, tmp_path, caplog
+    slack, tmp_path, caplog, monkeypatch
 ) -> None:
     settings = SlackSettings(
         channel="#agent-evals", notify="failure", api_url=slack.api_url, retry_backoff=0.01, max_retries=1
     )
-    unreachable = "postgresql://proctor:hunter2@127.0.0.1:9/results"
+    # A flow run takes a database password by reference only (a literal one is refused).
+    monkeypatch.setenv("PROCTOR_TEST_UNREACHABLE_DB", "postgresql://proctor:hunter2@127.0.0.1:9/results")
+    unreachable = "${PROCTOR_TEST_UNREACHABLE_DB}"
     request = {"suite": str(EXAMPLE_SUITE), "database_url": unreachable, "slack": settings}
     state = _state(**request, report_dir=str(tmp_path / "a"))
     assert state.type.value == "FAILED"
