@@ -96,20 +96,19 @@ def search_schema(tool: Any) -> dict[str, Any]:
     }
 
 
-class VectorstoreRunner:
-    def __init__(self, entry: Mapping[str, Any], context: ToolContext) -> None:
-        from proctor.retrieval.vectorstore import VectorstoreIndex
+class IndexRunner:
+    """What both retrieval runners do with their index: build it when the run opens the tool,
+    offer `<name>_search`, answer each call from the index, let it go at the end."""
 
-        self.tool: VectorstoreTool = validated(VectorstoreTool, entry)
-        self.context = context
-        embedder, dimensions = agent_embedder(self.tool, context)
-        self.index = VectorstoreIndex(self.tool, context.base_dir, embedder, dimensions, context.warn)
+    kind: str
+    tool: Any
+    index: Any
 
     async def open(self) -> None:
         try:
             await self.index.build()
         except (SourceError, EmbeddingError, ValueError, OSError) as error:
-            raise ToolOpenError(f"vectorstore tool {self.tool.name!r}: {error}") from None
+            raise ToolOpenError(f"{self.kind} tool {self.tool.name!r}: {error}") from None
 
     def schemas(self) -> list[dict[str, Any]]:
         return [search_schema(self.tool)]
@@ -118,10 +117,22 @@ class VectorstoreRunner:
         try:
             return await self.index.search(str(args.get("query", "")))
         except EmbeddingError as error:
-            raise ToolCallError(f"vectorstore tool {self.tool.name!r}: {error}") from None
+            raise ToolCallError(f"{self.kind} tool {self.tool.name!r}: {error}") from None
 
     async def aclose(self) -> None:
         self.index.close()
+
+
+class VectorstoreRunner(IndexRunner):
+    kind = "vectorstore"
+
+    def __init__(self, entry: Mapping[str, Any], context: ToolContext) -> None:
+        from proctor.retrieval.vectorstore import VectorstoreIndex
+
+        self.tool: VectorstoreTool = validated(VectorstoreTool, entry)
+        self.context = context
+        embedder, dimensions = agent_embedder(self.tool, context)
+        self.index = VectorstoreIndex(self.tool, context.base_dir, embedder, dimensions, context.warn)
 
 
 def context_generator(tool: HierarchicalDocumentTool, context: ToolContext) -> ContextGenerator | None:
@@ -144,7 +155,9 @@ def context_generator(tool: HierarchicalDocumentTool, context: ToolContext) -> C
     return ContextGenerator(model, tool.context_max_tokens, tool.context_concurrency, context.warn)
 
 
-class HierarchicalDocumentRunner:
+class HierarchicalDocumentRunner(IndexRunner):
+    kind = "hierarchical_document"
+
     def __init__(self, entry: Mapping[str, Any], context: ToolContext) -> None:
         from proctor.retrieval.hierarchical import HierarchicalIndex
 
@@ -154,21 +167,3 @@ class HierarchicalDocumentRunner:
         self.index = HierarchicalIndex(
             self.tool, context.base_dir, embedder, dimensions, generator, context.warn
         )
-
-    async def open(self) -> None:
-        try:
-            await self.index.build()
-        except (SourceError, EmbeddingError, ValueError, OSError) as error:
-            raise ToolOpenError(f"hierarchical_document tool {self.tool.name!r}: {error}") from None
-
-    def schemas(self) -> list[dict[str, Any]]:
-        return [search_schema(self.tool)]
-
-    async def call(self, name: str, args: dict[str, Any], request: AgentRequest) -> Any:
-        try:
-            return await self.index.search(str(args.get("query", "")))
-        except EmbeddingError as error:
-            raise ToolCallError(f"hierarchical_document tool {self.tool.name!r}: {error}") from None
-
-    async def aclose(self) -> None:
-        self.index.close()
