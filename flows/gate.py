@@ -6,9 +6,17 @@ CLI, tests, benches) still get the run's summary back.
 
 from __future__ import annotations
 
+import logging
+from contextvars import ContextVar
 from typing import Any
 
 from proctor.models.request import EvaluationRequest, RunSummary
+
+# The summaries of runs that finished inside the current `run_evaluation` call: once a run has
+# stored everything, Prefect's own bookkeeping of the flow run's end (a state proposal that
+# times out on a loaded API and is retried, a result it cannot read back) must not turn a
+# complete run into an error for the in-process caller.
+_FINISHED: ContextVar[list[RunSummary] | None] = ContextVar("proctor_finished_runs", default=None)
 
 
 class GateFailed(RuntimeError):
@@ -48,6 +56,9 @@ async def gate_state(summary: RunSummary) -> Any:
     from prefect.context import FlowRunContext
     from prefect.states import Failed
 
+    finished = _FINISHED.get()
+    if finished is not None:
+        finished.append(summary)
     context = FlowRunContext.get()
     run = context.flow_run if context else None
     if summary.all_passed or (run is not None and (run.run_count or 1) > 1):
@@ -67,7 +78,20 @@ async def run_evaluation(request: EvaluationRequest) -> RunSummary:
 
     # The flow's parameters are stored by Prefect: the database password goes by reference.
     request = request.model_copy(update={"database_url": password_by_reference(request.database_url)})
+    finished: list[RunSummary] = []
+    token = _FINISHED.set(finished)
     try:
         return await evaluate(request)
     except GateFailed as verdict:
         return verdict.summary
+    except Exception as error:
+        if not finished:
+            raise
+        # Everything was stored and reported before this: only the flow run's end, as the
+        # Prefect API records it, went wrong. The summary is the run's; the UI may lag.
+        logging.getLogger("proctor").warning(
+            "run %s finished, but Prefect could not record the flow run's end: %s", finished[-1].run_id, error
+        )
+        return finished[-1]
+    finally:
+        _FINISHED.reset(token)

@@ -130,3 +130,25 @@ def test_slack_shows_each_repeated_case_once_with_its_pass_count(slack, sqlite_u
     assert "1 case(s) did not pass every repeat" in blocks and "3 case(s)" not in blocks
     assert blocks.count(f"`{FAILING_CASE}`") == 1 and "passed 0 of 3" in blocks
     assert thread["text"] == "1 case(s) did not pass"
+
+
+def test_a_run_that_finished_is_not_lost_when_prefect_records_its_end_late(sqlite_url, tmp_path) -> None:
+    """The API commits the Failed state but answers after the client's timeout: the client's
+    retry is rejected as a duplicate and the engine is left with the server's copy of the
+    state, which holds no summary. The CLI once called such a run an error (exit 3)."""
+    from prefect.settings import PREFECT_API_REQUEST_TIMEOUT, PREFECT_API_URL, temporary_settings
+
+    from tests.fakes.held_api import HeldApi
+
+    def final_failed_state(path: str, body: bytes) -> bool:
+        return path.endswith("/set_state") and b'"FAILED"' in body
+
+    with HeldApi(PREFECT_API_URL.value(), final_failed_state, hold_seconds=4) as api:
+        with temporary_settings({PREFECT_API_URL: api.url, PREFECT_API_REQUEST_TIMEOUT: 1.5}):
+            request = EvaluationRequest(
+                suite=str(EXAMPLE_SUITE), database_url=sqlite_url, report_dir=str(tmp_path / "r")
+            )
+            summary = asyncio.run(run_evaluation(request))
+    assert api.held, "the proxy never saw the flow run's Failed state"
+    assert (summary.passed, summary.total, summary.all_passed) == (4, 5, False)
+    assert (tmp_path / "r" / "report.md").is_file()
