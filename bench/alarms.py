@@ -1,7 +1,7 @@
 """The nightly verdict's figures for the README ("Regressions"): how often it cries wolf on a
 flaky agent, and how fast it names a real change. Seeded simulations run through the real
-verdict (`proctor.regression.record_comparison`) on a real results database: each night
-stores a completed run whose case rows pass or fail as drawn (`proctor.nightly_simulation`),
+verdict (`proctor.stats.regression.record_comparison`) on a real results database: each night
+stores a completed run whose case rows pass or fail as drawn (`proctor.stats.nightly_simulation`),
 and the verdict reads them back, exactly as after a real run.
 
 Two levels are counted apart (README): a case *named* (labelled newly failing, or still
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlmodel import Session  # noqa: E402
 
 from proctor.models.tables import EvalRun  # noqa: E402
-from proctor.nightly_simulation import (  # noqa: E402
+from proctor.stats.nightly_simulation import (  # noqa: E402
     SimulatedSuite,
     a_a_nights,
     broad_drop,
@@ -40,7 +40,7 @@ from proctor.nightly_simulation import (  # noqa: E402
     spread_rates,
     stable_case_breaks,
 )
-from proctor.regression import compare_with_history  # noqa: E402
+from proctor.stats.regression import compare_with_history  # noqa: E402
 from proctor.storage import get_engine  # noqa: E402
 
 CASES = 100

@@ -55,7 +55,7 @@ def main() -> None:
     from prefect.concurrency.asyncio import concurrency
     from prefect.testing.utilities import prefect_test_harness
 
-    from proctor.limits import ModelCallGate
+    from proctor.calls.limits import ModelCallGate
 
     with prefect_test_harness(server_startup_timeout=120):
         with get_client(sync_client=True) as client:

@@ -13,7 +13,7 @@ persisted. Prints:
 Each figure is the median of --repeats runs; with --prefect each starts after a pause that lets
 Prefect's API finish ingesting the previous run's events (its cost per run varies by seconds).
 
-Without --prefect, runs go through `proctor.local_run` (what `proctor run` does with no Prefect
+Without --prefect, runs go through `proctor.run.local_run` (what `proctor run` does with no Prefect
 API configured); with --prefect, through the Prefect flow (point PREFECT_API_URL at a running
 server to measure that path). Each also prints the fixed cost of a run (10 cases, whole run).
 
@@ -107,7 +107,7 @@ def timed_run(suite: Path, database_url: str, concurrency: int, report_dir: Path
 
         time.sleep(SETTLE_S)
     else:
-        from proctor.local_run import evaluate_in_process as evaluate
+        from proctor.run.local_run import evaluate_in_process as evaluate
     request = EvaluationRequest(
         suite=str(suite), database_url=database_url, concurrency=concurrency, report_dir=str(report_dir)
     )

@@ -23,7 +23,7 @@ Each framework is measured three ways, each the median of --repeats runs:
   command         wall time of the whole command as a subprocess (interpreter start-up, imports,
                   the run, exit)
   in-process      the evaluation call alone, timed inside a driver process after the imports
-                  (Proctor: `proctor.local_run.evaluate_in_process`, what `proctor run` runs with
+                  (Proctor: `proctor.run.local_run.evaluate_in_process`, what `proctor run` runs with
                   no Prefect server; pydantic-evals: `Dataset.evaluate_sync`; Inspect:
                   `inspect_ai.eval`; DeepEval: `evaluate`, test-case construction included;
                   promptfoo: its Node API `evaluate`)
@@ -111,7 +111,7 @@ import asyncio, json, sys, time
 
 project, suite, work, runs, concurrency, settle = sys.argv[1:7]
 started = time.perf_counter()
-from proctor.local_run import evaluate_in_process as evaluate  # what `proctor run` does with no server
+from proctor.run.local_run import evaluate_in_process as evaluate  # what `proctor run` does with no server
 from proctor.models.request import EvaluationRequest
 import_s = time.perf_counter() - started
 results = []

@@ -73,8 +73,8 @@ def suite(folder: Path, cases: int, base_url: str) -> Path:
 
 
 def one_run(label: str, args: argparse.Namespace, concurrency: int | None, cases: int) -> None:
-    from proctor.local_run import evaluate_in_process
     from proctor.models.request import EvaluationRequest
+    from proctor.run.local_run import evaluate_in_process
 
     rpm = args.rpm * args.scale
     median_s = args.latency_median / args.scale  # the same calls in flight at the same share

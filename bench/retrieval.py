@@ -1,5 +1,5 @@
 """What a HoloDeck retrieval tool costs a run: building its index once, and each search. Runs
-the real runners (`proctor.retrieval.runners`) over a seeded source of `--docs` markdown files
+the real runners (`proctor.agents.tools.retrieval.runners`) over a seeded source of `--docs` markdown files
 (each a heading, a topic sentence and filler from a fixed vocabulary), embedded by the local
 model of the `embeddings` extra (all-MiniLM-L6-v2 on the CPU), as a run does: opened once
 (cold: every chunk embedded; warm: the same files again, from the index cache), then called by
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from proctor.agents.protocol import AgentRequest  # noqa: E402
 from proctor.agents.tools import ToolContext  # noqa: E402
+from proctor.agents.tools.retrieval.runners import HierarchicalDocumentRunner, VectorstoreRunner  # noqa: E402
 from proctor.models.holodeck import LLMProvider  # noqa: E402
-from proctor.retrieval.runners import HierarchicalDocumentRunner, VectorstoreRunner  # noqa: E402
 
 TOPICS = ["refund", "shipping", "warranty", "invoice", "password", "battery", "screen", "subscription"]
 FILLER = [

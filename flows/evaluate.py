@@ -2,7 +2,7 @@
 
 `evaluate` is what deployments run on workers and what `proctor run` runs when a Prefect API
 is configured; its one parameter is a Pydantic model, so the Prefect UI shows it as a form.
-The run itself is `proctor.engine`'s; here each of its steps is a Prefect task.
+The run itself is `proctor.run.engine`'s; here each of its steps is a Prefect task.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
-from proctor.chunking import Chunk
-from proctor.engine import RunIncomplete, SubmitChunk, evaluate_request
+from proctor.execution.chunking import Chunk
+from proctor.execution.runtime import RunSettings
 from proctor.flows.dask_runner import dask_task_runner
 from proctor.flows.gate import GateFailed, gate_state, run_evaluation
 from proctor.models.notify import SlackSettings
 from proctor.models.request import URL_WITHOUT_PASSWORD_PATTERN, EvaluationRequest, RunSummary, VariantSpec
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
-from proctor.runtime import RunSettings
-from proctor.stopping import noting_sigterm
+from proctor.run.engine import RunIncomplete, SubmitChunk, evaluate_request
+from proctor.run.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
+from proctor.run.stopping import noting_sigterm
 from proctor.tasks.notify import compare_with_baseline_task, notify_task, notify_unfinished_task
 from proctor.tasks.persist import finalize_run
 from proctor.tasks.report import publish_artifacts, render_reports_task, write_comparison_task

@@ -24,7 +24,7 @@ class AdkModel(BaseModel):
 
 
 # google-genai's GenerateContentConfig fields, in its order (the google-genai google-adk 2.13.0
-# installs; tests/loaders/test_adk_config.py checks the list against it when it is installed).
+# installs; tests/loaders/adk/test_config.py checks the list against it when it is installed).
 GENERATE_CONTENT_CONFIG_FIELDS = (
     "http_options",
     "should_return_http_response",

@@ -4,7 +4,7 @@
 Every model forbids unknown keys, as HoloDeck's do, so a misspelt `top_k` is refused instead of
 silently searching with the default. What Proctor does with each field (runs it, warns that it
 has no effect, or refuses the file with the reason) is decided by
-`proctor.loaders.holodeck_tools`; these models only say what a valid entry is.
+`proctor.loaders.holodeck.tools`; these models only say what a valid entry is.
 
 One deliberate widening: a `function` tool may be written in Proctor's own form (`function:
 tools.py:name` without `file`, no `description`, a JSON-schema `parameters`, or no `function`

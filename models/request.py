@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel
 from proctor.models.notify import SlackSettings
+from proctor.models.quota import DEFAULT_PATIENCE_S, QuotaLimit
 from proctor.models.tables import RunStatus
-from proctor.quota import DEFAULT_PATIENCE_S, QuotaLimit
 
 # A Dask scheduler's address, or a local cluster of N (1-9999) worker processes.
 DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx)://[^\s/]+)$"
@@ -122,7 +122,7 @@ class EvaluationRequest(FormModel):
         default=None,
         description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
     )
-    # -- the model provider's quota (proctor.quota): learned from its answers; these state it --
+    # -- the model provider's quota (proctor.calls.quota): learned from its answers; these state it --
     rate_limits: list[QuotaLimit] = Field(
         default_factory=list,
         title="Rate limits",
@@ -176,7 +176,7 @@ class RunSummary(BaseModel):
     min_pass_rate: float | None = None
     regression: dict[str, Any] | None = None
     notification: dict[str, Any] | None = None
-    quota: dict[str, Any] | None = None  # the provider's quota as this run saw it (proctor.quota)
+    quota: dict[str, Any] | None = None  # the provider's quota as this run saw it (proctor.calls.quota)
 
     @property
     def gate_passed(self) -> bool:

@@ -67,7 +67,7 @@ class EvalRun(SQLModel, table=True):
     report_dir: str | None = None
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     repeat: int = 1  # runs of every case (`--repeat N`); cases report passes k of n
-    # The comparison with the baseline run (`proctor.regression.Regression.to_dict()`), stored
+    # The comparison with the baseline run (`proctor.stats.regression.Regression.to_dict()`), stored
     # with the run so the morning report and `proctor report` show what the notifier saw.
     baseline_run_id: uuid.UUID | None = None
     comparison: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

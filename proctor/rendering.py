@@ -1,7 +1,9 @@
 """Jinja2 rendering of reports: one environment, templates in `proctor/reporting/templates/`.
 
-This module imports nothing else of Proctor, so the data models can render themselves
-(HoloDeck's `TestReport.to_markdown`) without depending on storage or the report writers.
+This module imports nothing of Proctor but the comparison labels (a leaf of `models`), so
+the data models can render themselves (HoloDeck's `TestReport.to_markdown`, whose lazy import
+of this module is the one import in the package that climbs back up) without depending on
+storage, statistics or the report writers.
 
 HTML templates are autoescaped; Markdown and JSON templates escape through the `md`
 and `json` filters, so agent output can never break a report's layout.
@@ -16,6 +18,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from proctor.models.comparison import LABEL_NAMES, LABELS
 
 if TYPE_CHECKING:  # only for hints: the models import this module
     from proctor.models.holodeck import ReportSummary, TestReport, TestResult
@@ -71,10 +75,37 @@ def title(metric_name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _verdict_view(data: Any) -> Any:
-    from proctor.regression import verdict_view
-
-    return verdict_view(data)
+def verdict_view(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored comparison (`eval_run.comparison`) as the reports show it: the counts of every
+    label, the listed cases per label with their evidence, each metric's mean before and after.
+    A comparison stored by an older Proctor (no labels, no history) shows what it has."""
+    if not data:
+        return None
+    cases = data.get("cases") or []
+    groups = [
+        {"label": label, "name": LABEL_NAMES[label], "cases": [c for c in cases if c.get("label") == label]}
+        for label in LABELS
+    ]
+    for group in groups:  # an older comparison: names only
+        if not group["cases"] and data.get(group["label"]):
+            group["cases"] = [
+                {"case_id": case, "evidence": "", "significant": False} for case in data[group["label"]]
+            ]
+    counts = data.get("counts") or {group["label"]: len(group["cases"]) for group in groups}
+    return {
+        "regressed": bool(data.get("regressed")),
+        "baseline_id": data.get("baseline_id"),
+        "pass_rate_before": data.get("pass_rate_before") or 0.0,
+        "pass_rate_after": data.get("pass_rate_after") or 0.0,
+        "pass_rate_delta": data.get("pass_rate_delta") or 0.0,
+        "history_line": data.get("history_line") or "history: the baseline run alone",
+        "method": data.get("method") or "",
+        "counts": counts,
+        "counts_line": " · ".join(f"{LABEL_NAMES[label]} {counts.get(label, 0)}" for label in LABELS),
+        "groups": [group for group in groups if group["cases"]],
+        "metrics": data.get("metrics") or [],
+        "significant": len(data.get("significant_cases") or []),
+    }
 
 
 @lru_cache(maxsize=1)
@@ -95,7 +126,7 @@ def environment() -> Environment:
         seconds=seconds,
         title=title,
         measured=measured,
-        verdict=_verdict_view,
+        verdict=verdict_view,
     )
     return env
 

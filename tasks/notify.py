@@ -16,8 +16,7 @@ from prefect.cache_policies import NONE
 from proctor.models.notify import SlackSettings
 from proctor.models.request import EvaluationRequest
 from proctor.notify.slack import NotificationResult
-from proctor.regression import DEFAULT_SIGNIFICANCE, Regression
-from proctor.steps import (
+from proctor.run.steps import (
     compare_with_baseline,
     flow_run_link,
     log_notification,
@@ -25,6 +24,7 @@ from proctor.steps import (
     report_link,
     send_notification,
 )
+from proctor.stats.regression import DEFAULT_SIGNIFICANCE, Regression
 from proctor.storage.history import DEFAULT_HISTORY_WINDOW
 
 __all__ = [

@@ -9,7 +9,7 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.steps import close_run
+from proctor.run.steps import close_run
 
 __all__ = ["close_run", "finalize_run"]
 

@@ -12,7 +12,7 @@ from prefect.cache_policies import NONE
 
 from proctor.reporting import ReportFiles
 from proctor.reporting.comparison import Comparison
-from proctor.steps import (
+from proctor.run.steps import (
     ReportWriteError,
     artifact_contents,
     render_reports,

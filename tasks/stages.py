@@ -1,6 +1,6 @@
 """The state machine's stages as Prefect tasks, each over one chunk of cases.
 
-A chunk travels between the stages inside a `Chunk` (see `proctor.chunking`), a plain object
+A chunk travels between the stages inside a `Chunk` (see `proctor.execution.chunking`), a plain object
 that Prefect does not walk.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NONE
 
-from proctor import pipeline
-from proctor.chunking import Chunk
-from proctor.dask_chunks import run_chunk_alone
-from proctor.runtime import RunSettings
+from proctor.execution import pipeline
+from proctor.execution.chunking import Chunk
+from proctor.execution.runtime import RunSettings
+from proctor.run.dask_chunks import run_chunk_alone
 
 __all__ = ["Chunk", "evaluate_chunk", "run_chunk"]
 

@@ -96,7 +96,7 @@ def test_wheel_holds_only_proctor_and_its_templates(tmp_path: Path) -> None:
         "proctor/cli/main.py",
         "proctor/reporting/templates/report.html.j2",
         "proctor/judges/templates/llm_judge.j2",
-        "proctor/metrics/data/wordnet-synonyms.json.gz",
+        "proctor/metrics/lexical/data/wordnet-synonyms.json.gz",
     ):
         assert expected in names
 

@@ -9,7 +9,7 @@ arguments (as the model gave them) and result, the model calls and their tokens
 ADK's `token_usage_v1` counts them, over the events ADK's eval keeps), the text given before the
 final answer, and the session state at the end; for the ADK metrics whose prompts show them, the
 turn's events as ADK's eval keeps them (`adk_events`) and each agent's instructions and tools
-from its first model request of the turn (`adk_app_details`), see `proctor.metrics.adk_invocation`.
+from its first model request of the turn (`adk_app_details`), see `proctor.metrics.adk.invocation`.
 Needs the `adk` extra: `pip install -e '.[adk]'`.
 """
 

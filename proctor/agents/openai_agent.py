@@ -36,13 +36,13 @@ from proctor.agents.tools import (
     ToolBox,
     ToolContext,
 )
-from proctor.call_clock import WaitLedger, counting_waits
+from proctor.calls.call_clock import WaitLedger, counting_waits
+from proctor.calls.quota import quota_error
+from proctor.calls.quota_http import patience_of
 from proctor.env import expand_env
 from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
-from proctor.quota import quota_error
-from proctor.quota_http import patience_of
 from proctor.user_code import load_python_target
 
 
@@ -98,7 +98,7 @@ class RoundTrips:
     calls: int = 0  # `create` calls: requests beyond these are the client's retries
     tools_ms: float = 0.0
     sent_at: float | None = None
-    # a request's wait for its turn at the provider's quota (proctor.quota) is not its round trip
+    # a request's wait for its turn at the provider's quota (proctor.calls.quota) is not its round trip
     waits: WaitLedger = field(default_factory=WaitLedger)
     waited_at_send: float = 0.0
 
@@ -400,7 +400,7 @@ def substitute(value: Any, missing: list[str]) -> Any:
 
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     from proctor.loaders.documents import read_document
-    from proctor.loaders.holodeck_config import with_global_config
+    from proctor.loaders.holodeck.config import with_global_config
 
     missing: list[str] = []
     document = read_document(config_path)

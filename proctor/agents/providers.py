@@ -24,10 +24,10 @@ from typing import Any
 
 import openai
 
+from proctor.calls.quota_http import http_client
 from proctor.judges.client import JudgeClient
 from proctor.judges.credentials import resolve_api_key, resolve_base_url
 from proctor.models.holodeck import LLMProvider
-from proctor.quota_http import http_client
 
 AZURE_DEFAULT_API_VERSION = "2024-10-21"
 OLLAMA_DEFAULT_ENDPOINT = "http://localhost:11434"
@@ -86,7 +86,7 @@ def make_client(
     if problem:
         raise ProviderError(problem)
     key = resolve_api_key(model) or ""
-    # every request through the endpoint's quota budget, shared by agent and judges (proctor.quota)
+    # every request through the endpoint's quota budget, shared by agent and judges (proctor.calls.quota)
     http: dict[str, Any] = {"http_client": http_client(base_url_of(model), key, event_hooks=event_hooks)}
     if model is not None and model.provider == "azure_openai":
         client: openai.AsyncOpenAI = openai.AsyncAzureOpenAI(

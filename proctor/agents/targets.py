@@ -15,7 +15,7 @@ from typing import Any
 
 from proctor.agents.agent_loop import AgentTask, abandon_if_busy, on_agent_loop, running_local
 from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
-from proctor.call_clock import limited
+from proctor.calls.call_clock import limited
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
 from proctor.user_code import (
     AgentLoadError,

@@ -28,7 +28,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: object) -> None:
-        from proctor.stopping import SIGTERM_RECEIVED
+        from proctor.run.stopping import SIGTERM_RECEIVED
 
         SIGTERM_RECEIVED.set()
         raise Terminated()
@@ -44,7 +44,7 @@ def stopped_by_signal(error: BaseException) -> int | None:
     """The exit status for a run stopped by Ctrl-C or SIGTERM (Prefect's flow engine turns
     SIGTERM into its own `TerminationSignal`, and may raise an error of its own while it
     handles it), or None for anything else."""
-    from proctor.stopping import SIGTERM_RECEIVED, stop_signal_in
+    from proctor.run.stopping import SIGTERM_RECEIVED, stop_signal_in
 
     stop = stop_signal_in(error)
     if stop is None:
@@ -96,10 +96,10 @@ def print_problems(error: Exception) -> None:
 
 def print_regression(change: Any) -> None:
     """The verdict as the terminal shows it: the same labels, counts and evidence as the
-    reports and Slack (`proctor.regression.LABELS`)."""
+    reports and Slack (`proctor.stats.regression.LABELS`)."""
     from rich.console import Console
 
-    from proctor.regression import LABEL_NAMES, LABELS
+    from proctor.stats.regression import LABEL_NAMES, LABELS
 
     console = Console(highlight=False)
     console.print(

@@ -22,7 +22,7 @@ from proctor.cli.console import (
     terminal_text,
 )
 from proctor.cli.stored import find_run, resolve_run_id
-from proctor.temporary_server import with_prefect_api
+from proctor.cli.temporary_server import with_prefect_api
 
 FAILING_SHOWN = 20
 
@@ -139,7 +139,7 @@ def run_command(args: argparse.Namespace) -> int:
             "notify": args.notify,
         }
     try:
-        from proctor.quota import parse_limit
+        from proctor.calls.quota import parse_limit
 
         fields["rate_limits"] = [parse_limit(item) for item in args.rate_limit_args]
     except ValueError as error:
@@ -174,7 +174,7 @@ def plan_request(fields: dict[str, Any], file: str, agent_field: str) -> tuple[A
     from proctor.agents import AgentLoadError
     from proctor.loaders import Problem, SuiteError
     from proctor.models.request import EvaluationRequest
-    from proctor.preparation import prepare
+    from proctor.run.preparation import prepare
 
     try:
         request = EvaluationRequest(**fields)
@@ -191,14 +191,14 @@ def plan_request(fields: dict[str, Any], file: str, agent_field: str) -> tuple[A
 def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from proctor import progress as events
-    from proctor import quota
+    from proctor.calls import quota
+    from proctor.execution import progress as events
     from proctor.loaders import SuiteError
     from proctor.storage import default_database_url
     from proctor.storage.lease import RunBusy
 
     orchestrated = uses_prefect(args, request)
-    from proctor.stopping import SIGTERM_RECEIVED
+    from proctor.run.stopping import SIGTERM_RECEIVED
 
     SIGTERM_RECEIVED.clear()  # a stop is this run's only
 
@@ -255,7 +255,7 @@ def run_one(request: Any, total: int, args: argparse.Namespace) -> int:
     for run in summary.variants or [summary]:
         summary_table(run, request.database_url or default_database_url())
         if run.regression:
-            from proctor.regression import Regression
+            from proctor.stats.regression import Regression
 
             print_regression(Regression.from_dict(run.regression))
         if run.notification:
@@ -302,7 +302,7 @@ def uses_prefect(args: argparse.Namespace, request: Any) -> bool:
     choice = getattr(args, "prefect", None)
     if choice is not None:
         return bool(choice)
-    from proctor.prefect_api import configured_api_url
+    from proctor.cli.prefect_api import configured_api_url
 
     return bool(configured_api_url()) or bool(request.model_call_limit)
 
@@ -311,7 +311,7 @@ def _hint(error: Exception) -> str:
     """What to do about Prefect's temporary API server not starting in time (a busy machine)."""
     if "ephemeral Prefect API server" not in str(error):
         return ""
-    from proctor.temporary_server import DEFAULT_STARTUP_TIMEOUT_S, STARTUP_TIMEOUT_VARIABLE
+    from proctor.cli.temporary_server import DEFAULT_STARTUP_TIMEOUT_S, STARTUP_TIMEOUT_VARIABLE
 
     return (
         ". Point PREFECT_API_URL at a running Prefect server (prefect server start), or give the "
@@ -327,7 +327,7 @@ async def start_run(request: Any, orchestrated: bool, verbose: bool) -> Any:
         return await run_evaluation(request)
     import logging
 
-    from proctor.local_run import evaluate_in_process
+    from proctor.run.local_run import evaluate_in_process
 
     logger = logging.getLogger("proctor")
     if not logger.handlers:  # what Prefect's console handler shows for a flow run

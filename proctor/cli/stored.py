@@ -27,7 +27,7 @@ def validate_command(args: argparse.Namespace) -> int:
     except SuiteError as error:
         print_problems(error)
         return EXIT_BAD_INPUT
-    from proctor.preparation import preflight_problems
+    from proctor.run.preparation import preflight_problems
 
     problems = [problem for suite in suites for problem in preflight_problems(suite)]
     if problems:  # what `run` would refuse before calling anything
@@ -169,7 +169,7 @@ def compare_command(args: argparse.Namespace) -> int:
     suite, agent and variant before it (`--history-window`; 1 compares with RUN_A alone)."""
     from sqlmodel import Session
 
-    from proctor.regression import compare_with_history
+    from proctor.stats.regression import compare_with_history
     from proctor.storage import default_database_url, get_engine
 
     if args.history_window < 1:

@@ -125,7 +125,7 @@ class JudgeClient:
         if client is None:
             import openai  # imported when a model is first called for, not by every run
 
-            from proctor.quota_http import http_client
+            from proctor.calls.quota_http import http_client
 
             # max_retries=0: the runner retries, so it can count and report every attempt; a 429
             # is waited out below, in the endpoint's quota budget (shared with the agent's calls).
@@ -180,8 +180,8 @@ class JudgeClient:
     ) -> JudgeReply:
         import openai  # loaded already: the client was made with it
 
-        from proctor.quota import quota_error
-        from proctor.quota_http import patience_of
+        from proctor.calls.quota import quota_error
+        from proctor.calls.quota_http import patience_of
 
         started = time.perf_counter()
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}

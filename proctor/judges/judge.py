@@ -25,9 +25,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
 
+from proctor.calls.limits import call_in_slot, held_call_timeout
 from proctor.judges.cache import JudgeCache
 from proctor.judges.client import CallOptions, JudgeClient, JudgeReply, JudgeReplyError, cache_key
-from proctor.limits import call_in_slot, held_call_timeout
 from proctor.models.case import MetricSpec
 
 T = TypeVar("T", bound=BaseModel)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from proctor.files import leaves_roots
-from proctor.loaders.adk_criteria import config_notes
+from proctor.loaders.adk.criteria import config_notes
 from proctor.loaders.checks import agent_problems, check_specs, long_ids
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError, found, problems_from_validation

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from proctor.loaders.adk_criteria import READS_INTERMEDIATE
+from proctor.loaders.adk.criteria import READS_INTERMEDIATE
 from proctor.loaders.errors import Problem, found
 from proctor.loaders.metric_specs import (
     check_spec,

@@ -7,10 +7,10 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from proctor.loaders.adk_criteria import read_criterion
+from proctor.loaders.adk.criteria import read_criterion
 from proctor.loaders.errors import Problem
+from proctor.metrics.holodeck.response_path import is_valid_path
 from proctor.metrics.registry import REGISTRY, MetricConfigError
-from proctor.metrics.response_path import is_valid_path
 from proctor.models.agentflow import CriterionConfig, EvalConfig
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import EvaluationMetric, LLMProvider
@@ -38,7 +38,7 @@ def require_text(entry: dict[str, Any], fields: tuple[str, ...]) -> None:
 
 def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:
     """An agentflow or ADK criterion as a metric spec; the fields the metric reads become its
-    args (`proctor.loaders.adk_criteria`: ADK's `judge_model_options` give the judge model and
+    args (`proctor.loaders.adk.criteria`: ADK's `judge_model_options` give the judge model and
     the metric's `num_samples`, `judge_model_config` and `parallelism_limit`)."""
     args = read_criterion(name, criterion).args
     metric_fields = REGISTRY.get(name).model_fields if name in REGISTRY else {}

@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from proctor.loaders import adk_parse as adk
-from proctor.loaders.adk import load_adk
+from proctor.loaders.adk import parse as adk
+from proctor.loaders.adk.loader import load_adk
 from proctor.loaders.agentflow import load_agentflow
 from proctor.loaders.checks import text_problems, unread_intermediate_warnings, unscored_warnings
 from proctor.loaders.documents import read_document
 from proctor.loaders.errors import Problem, SuiteError
-from proctor.loaders.holodeck import HOLODECK_NAMES, load_holodeck
+from proctor.loaders.holodeck.loader import HOLODECK_NAMES, load_holodeck
 from proctor.loaders.vanna import VANNA_NAME, load_vanna
 from proctor.models.case import Suite
 

@@ -114,7 +114,7 @@ def meteor(answer: str, reference: str, wordnet: Any = None) -> float:
     """
     from nltk.translate.meteor_score import meteor_score  # imported on use: it loads slowly
 
-    from proctor.metrics.wordnet import compact_wordnet
+    from proctor.metrics.lexical.wordnet import compact_wordnet
 
     return meteor_score([_words(reference)], _words(answer), wordnet=wordnet or compact_wordnet())
 

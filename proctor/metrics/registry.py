@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proctor.metrics.adk_names import ADK_METRICS_NOT_SCORED
+from proctor.metrics.adk.names import ADK_METRICS_NOT_SCORED
 from proctor.metrics.base import Metric
 from proctor.models.case import MetricSpec
 
@@ -37,9 +37,9 @@ METRIC_LOCATIONS: dict[str, str] = {
     "exact_match": "nlp:ExactMatch",
     "regex": "nlp:Regex",
     "json_valid": "nlp:JsonValid",
-    "equality": "deterministic:Equality",
-    "numeric": "deterministic:Numeric",
-    "code": "deterministic:CodeGrader",
+    "equality": "holodeck.deterministic:Equality",
+    "numeric": "holodeck.deterministic:Numeric",
+    "code": "holodeck.deterministic:CodeGrader",
     "tool_call_count": "budget:ToolCallCount",
     "token_budget": "budget:TokenBudget",
     "cost": "budget:Cost",
@@ -54,25 +54,25 @@ METRIC_LOCATIONS: dict[str, str] = {
     "safety": "judged:Safety",
     "factual_accuracy": "judged:FactualAccuracy",
     "geval": "judged:GEval",
-    "tool_trajectory_avg_score": "adk:ToolTrajectoryAvgScore",
-    "response_match_score": "adk:ResponseMatchScore",
-    "final_response_match_v2": "adk_judged:FinalResponseMatchV2",
-    "rubric_based_final_response_quality_v1": "adk_rubric:RubricBasedFinalResponseQualityV1",
-    "rubric_based_tool_use_quality_v1": "adk_rubric:RubricBasedToolUseQualityV1",
-    "hallucinations_v1": "adk_hallucinations:HallucinationsV1",
+    "tool_trajectory_avg_score": "adk.criteria:ToolTrajectoryAvgScore",
+    "response_match_score": "adk.criteria:ResponseMatchScore",
+    "final_response_match_v2": "adk.judged:FinalResponseMatchV2",
+    "rubric_based_final_response_quality_v1": "adk.rubric:RubricBasedFinalResponseQualityV1",
+    "rubric_based_tool_use_quality_v1": "adk.rubric:RubricBasedToolUseQualityV1",
+    "hallucinations_v1": "adk.hallucinations:HallucinationsV1",
     "rubric_based_multi_turn_trajectory_quality_v1": (
-        "adk_multi_turn:RubricBasedMultiTurnTrajectoryQualityV1"
+        "adk.multi_turn:RubricBasedMultiTurnTrajectoryQualityV1"
     ),
-    "per_turn_user_simulator_quality_v1": "adk_simulator_quality:PerTurnUserSimulatorQualityV1",
-    "tool_call_count_v1": "adk_efficiency:ToolCallCountV1",
-    "inference_call_count_v1": "adk_efficiency:InferenceCallCountV1",
-    "token_usage_v1": "adk_efficiency:TokenUsageV1",
-    "invocation_duration_v1": "adk_efficiency:InvocationDurationV1",
-    "TrajectoryEvaluator": "vanna:VannaTrajectoryEvaluator",
-    "OutputEvaluator": "vanna:VannaOutputEvaluator",
-    "EfficiencyEvaluator": "vanna:VannaEfficiencyEvaluator",
-    "LLMAsJudgeEvaluator": "vanna_judge:VannaLLMAsJudgeEvaluator",
-    "proctor_component_bounds": "vanna:ProctorComponentBounds",
+    "per_turn_user_simulator_quality_v1": "adk.simulator_quality:PerTurnUserSimulatorQualityV1",
+    "tool_call_count_v1": "adk.efficiency:ToolCallCountV1",
+    "inference_call_count_v1": "adk.efficiency:InferenceCallCountV1",
+    "token_usage_v1": "adk.efficiency:TokenUsageV1",
+    "invocation_duration_v1": "adk.efficiency:InvocationDurationV1",
+    "TrajectoryEvaluator": "vanna.evaluators:VannaTrajectoryEvaluator",
+    "OutputEvaluator": "vanna.evaluators:VannaOutputEvaluator",
+    "EfficiencyEvaluator": "vanna.evaluators:VannaEfficiencyEvaluator",
+    "LLMAsJudgeEvaluator": "vanna.judge:VannaLLMAsJudgeEvaluator",
+    "proctor_component_bounds": "vanna.evaluators:ProctorComponentBounds",
 }
 
 

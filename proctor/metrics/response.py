@@ -20,7 +20,7 @@ from typing import Literal
 from rouge_score.tokenize import tokenize
 
 from proctor.metrics.base import Metric, MetricContext, Score
-from proctor.metrics.porter import PorterStemmer
+from proctor.metrics.lexical.porter import PorterStemmer
 from proctor.models.case import Case
 
 Tokenizer = Literal["adk", "ascii"]
@@ -33,7 +33,7 @@ CLUSTER_RANGES = ((0x0E00, 0x0E7F), (0x0E80, 0x0EFF), (0x1780, 0x17FF), (0x1000,
 class CachedStemmer:
     """Porter stemming dominates ROUGE's cost; words repeat, so their stems are cached.
 
-    The stemmer is NLTK's, copied (`proctor.metrics.porter`): importing NLTK itself loads
+    The stemmer is NLTK's, copied (`proctor.metrics.lexical.porter`): importing NLTK itself loads
     numpy, scipy, pandas and scikit-learn."""
 
     def __init__(self) -> None:

@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from proctor.call_clock import limited
+from proctor.calls.call_clock import limited
 from proctor.judges.judge import Usage, spending
 from proctor.metrics.base import Measurement, Metric, MetricContext, Score
-from proctor.metrics.response_path import with_response_at
+from proctor.metrics.holodeck.response_path import with_response_at
 from proctor.models.case import MetricSpec
 from proctor.models.outcome import ScoredMetric
 from proctor.user_code import describe_error

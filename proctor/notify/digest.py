@@ -14,8 +14,8 @@ from sqlmodel import Session
 
 from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import EvalRun
-from proctor.regression import Regression
 from proctor.reporting.summary import failure_reason
+from proctor.stats.regression import Regression
 from proctor.storage.runs import iter_results, pass_counts
 
 MAX_RESPONSE_CHARS = 300
@@ -103,7 +103,7 @@ def build_digest(
                 failing.append(_failing(row, metrics, counts.get(row.case_id)))
         not_passed = len(counts)
     if regression is not None:
-        from proctor.regression import LABEL_NAMES
+        from proctor.stats.regression import LABEL_NAMES
 
         verdicts = {case.case_id: case for case in regression.cases}
         for case in failing:

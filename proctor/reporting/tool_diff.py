@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from proctor.metrics.expected_tools import match_arg
+from proctor.metrics.holodeck.expected_tools import match_arg
 
 VALUE_CHARS = 200
 # Metrics whose `details.turns` hold `{turn_id, matched, expected, actual}` per turn.

@@ -198,9 +198,9 @@ def resume_point(*, session: Session, run_id: uuid.UUID) -> ResumePoint:
 
 def refused_by_quota(*, session: Session, run_id: uuid.UUID) -> set[tuple[str, int]]:
     """The case runs that ended in an error because the model provider still refused a call
-    after the quota patience (`proctor.quota.QUOTA_ERROR`): not the agent's fault, so a resume
+    after the quota patience (`proctor.calls.quota.QUOTA_ERROR`): not the agent's fault, so a resume
     runs them again, even in a run that completed."""
-    from proctor.quota import QUOTA_ERROR
+    from proctor.calls.quota import QUOTA_ERROR
 
     errored = [CaseState.AGENT_FAILED.value, CaseState.EVALUATION_FAILED.value]
     return {

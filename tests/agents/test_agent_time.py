@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from proctor.local_run import evaluate_in_process
 from proctor.models.request import EvaluationRequest
 from proctor.models.tables import CaseResultRow
+from proctor.run.local_run import evaluate_in_process
 from proctor.storage import get_engine
 from tests.fakes.openai_server import FakeOpenAI, Fault
 

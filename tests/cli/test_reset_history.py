@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session
 
 from proctor.cli import EXIT_BAD_INPUT, EXIT_PASSED, main
-from proctor.regression import record_comparison
+from proctor.stats.regression import record_comparison
 from proctor.storage import get_engine
 from tests.factories import seed_run
 

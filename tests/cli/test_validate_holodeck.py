@@ -9,7 +9,7 @@ import pytest
 
 from proctor.cli import EXIT_BAD_INPUT, EXIT_PASSED, main
 from proctor.models.request import EvaluationRequest
-from proctor.preparation import prepare
+from proctor.run.preparation import prepare
 
 FULL = Path(__file__).resolve().parents[1] / "data" / "holodeck" / "full_schema" / "agent.yaml"
 

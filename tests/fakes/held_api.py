@@ -9,6 +9,7 @@ request that matches `hold_when` for `hold_seconds` after the server has committ
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -68,10 +69,8 @@ class HeldApi:
                         self.send_header(key, value)
                 self.send_header("Content-Length", str(len(content)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(content)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _forward
 

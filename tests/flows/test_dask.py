@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, func, select
 
-from proctor import progress
 from proctor.cli import EXIT_BAD_INPUT, EXIT_ERROR, EXIT_FAILED, main
+from proctor.execution import progress
 from proctor.flows.evaluate import EvaluationRequest, run_evaluation
-from proctor.local_run import evaluate_in_process
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow, RunStatus
+from proctor.run.local_run import evaluate_in_process
 from proctor.storage import get_engine
 from tests.factories import echo_suite
 

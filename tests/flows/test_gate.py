@@ -143,11 +143,11 @@ def test_a_run_that_finished_is_not_lost_when_prefect_records_its_end_late(sqlit
     def final_failed_state(path: str, body: bytes) -> bool:
         return path.endswith("/set_state") and b'"FAILED"' in body
 
-    with HeldApi(PREFECT_API_URL.value(), final_failed_state, hold_seconds=4) as api:
+    request = EvaluationRequest(
+        suite=str(EXAMPLE_SUITE), database_url=sqlite_url, report_dir=str(tmp_path / "r")
+    )
+    with HeldApi(PREFECT_API_URL.value(), final_failed_state, hold_seconds=4) as api:  # noqa: SIM117
         with temporary_settings({PREFECT_API_URL: api.url, PREFECT_API_REQUEST_TIMEOUT: 1.5}):
-            request = EvaluationRequest(
-                suite=str(EXAMPLE_SUITE), database_url=sqlite_url, report_dir=str(tmp_path / "r")
-            )
             summary = asyncio.run(run_evaluation(request))
     assert api.held, "the proxy never saw the flow run's Failed state"
     assert (summary.passed, summary.total, summary.all_passed) == (4, 5, False)

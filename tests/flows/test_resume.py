@@ -160,7 +160,7 @@ def test_a_retried_flow_run_resumes_its_own_run(workspace, monkeypatch) -> None:
     BaseException included, fail only its case) fails the flow run; Prefect's retry of that
     flow run resumes the same run. The death is a write refused once, at the seventh case."""
     suite, log, url, tmp = workspace["suite"], workspace["log"], workspace["url"], workspace["tmp"]
-    from proctor.runtime import Runtime
+    from proctor.execution.runtime import Runtime
 
     saved, real_save = [], Runtime.save
 

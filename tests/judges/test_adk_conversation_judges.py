@@ -465,8 +465,8 @@ def test_malformed_judge_replies_read_as_adk_reads_them(reply: str) -> None:
     from google.adk.evaluation.llm_as_judge_utils import Label
     from google.adk.evaluation.simulation import per_turn_user_simulator_quality_v1 as adk_simulator
 
-    from proctor.metrics.adk_hallucinations import accuracy, parse_sentences, parse_validation
-    from proctor.metrics.adk_simulator_quality import parse_is_valid
+    from proctor.metrics.adk.hallucinations import accuracy, parse_sentences, parse_validation
+    from proctor.metrics.adk.simulator_quality import parse_is_valid
 
     label = adk_simulator._parse_llm_response(reply)
     assert parse_is_valid(reply) == {Label.VALID: 1.0, Label.INVALID: 0.0}.get(label)
@@ -482,7 +482,7 @@ def test_malformed_judge_replies_read_as_adk_reads_them(reply: str) -> None:
 
 
 def test_a_tie_of_samples_is_invalid_and_no_readable_sample_is_unscored() -> None:
-    from proctor.metrics.adk_simulator_quality import majority_sample
+    from proctor.metrics.adk.simulator_quality import majority_sample
 
     assert majority_sample([1.0, 0.0, None]) == 0.0
     assert majority_sample([1.0, None, 1.0, 0.0]) == 1.0

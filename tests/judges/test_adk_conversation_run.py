@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.cli import EXIT_PASSED, main
-from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
+from proctor.metrics.adk.names import ADK_EFFICIENCY_METRICS
 from proctor.models.tables import MetricResultRow
 from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI, prompt_of

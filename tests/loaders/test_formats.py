@@ -9,7 +9,7 @@ import pytest
 
 from proctor.loaders import SuiteError, load_suite
 from proctor.loaders.agentflow import cases_from_evalset
-from proctor.loaders.holodeck import case_from_test_case_model
+from proctor.loaders.holodeck.loader import case_from_test_case_model
 from proctor.loaders.vanna import VANNA_DEFAULT_EVALUATORS, case_from_vanna
 from proctor.models.agentflow import EvalCase, EvalSet, Invocation, MessageContent, SessionInput, ToolCall
 from proctor.models.case import MetricSpec

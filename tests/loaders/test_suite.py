@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proctor.loaders import Problem, SuiteError, load_suite
-from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
+from proctor.metrics.adk.names import ADK_EFFICIENCY_METRICS
 from proctor.metrics.registry import REGISTRY
 from tests.conftest import DICE, EXAMPLE_SUITE
 

@@ -164,7 +164,7 @@ def full_wordnet():
     """NLTK's reader over the full WordNet 3.0 database, or None where it is not installed."""
     if not (DEBIAN_WORDNET / "data.noun").exists():
         return None
-    path = ROOT / "proctor" / "metrics" / "data" / "build_wordnet.py"
+    path = ROOT / "proctor" / "metrics" / "lexical" / "data" / "build_wordnet.py"
     spec = importlib.util.spec_from_file_location("build_wordnet", path)
     builder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builder)

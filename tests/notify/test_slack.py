@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from proctor.models.notify import NotifyPolicy, SlackSettings
 from proctor.notify.digest import Digest, FailingCase
 from proctor.notify.slack import escape_mrkdwn, notify_slack, should_notify
-from proctor.regression import CaseVerdict, MetricChange, Regression
+from proctor.stats.regression import CaseVerdict, MetricChange, Regression
 from tests.fakes.slack_server import FakeSlack
 
 TOKEN = "xoxb-sentinel-token-4242"

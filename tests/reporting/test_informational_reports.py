@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import Session, select
 
 from proctor.cli import EXIT_FAILED, EXIT_PASSED, main
-from proctor.metrics.adk_names import ADK_EFFICIENCY_METRICS
+from proctor.metrics.adk.names import ADK_EFFICIENCY_METRICS
 from proctor.models.outcome import AgentTurn
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.reporting.summary import summary_markdown

@@ -14,9 +14,9 @@ import pytest
 from sqlmodel import Session
 
 from proctor.models.tables import RunStatus
-from proctor.regression import record_comparison
 from proctor.reporting import case_rows, write_reports
 from proctor.reporting.html import trend
+from proctor.stats.regression import record_comparison
 from proctor.storage import get_engine
 from tests.factories import seed_run
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from proctor.execution.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.models.agentflow import EvalReport
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import MetricResult, ReportSummary, TestReport, TestResult
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.rendering import md_inline
 from proctor.reporting import case_rows, summary_markdown, write_reports
 from proctor.storage import get_engine

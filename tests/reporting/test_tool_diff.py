@@ -12,12 +12,12 @@ import pytest
 from sqlmodel import Session
 
 from proctor.cli import EXIT_BAD_INPUT, main
+from proctor.execution.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.loaders import load_suite
 from proctor.models.agentflow import ToolCall
 from proctor.models.case import MetricSpec
 from proctor.models.holodeck import FileInput
 from proctor.models.tables import EvalRun
-from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.reporting.reports import write_reports
 from proctor.reporting.tool_diff import diff_calls, shown
 from proctor.storage import get_engine

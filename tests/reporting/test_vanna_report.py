@@ -11,9 +11,9 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from proctor.execution.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.loaders import load_suite
 from proctor.models.tables import EvalRun, RunStatus
-from proctor.pipeline import CaseWork, RunSettings, release_runtime, run_chunk, runtime_for
 from proctor.reporting.comparison import VANNA_RULE, compare, write_comparison
 from proctor.reporting.vanna import vanna_report
 from proctor.storage import get_engine

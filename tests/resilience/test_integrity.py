@@ -152,7 +152,7 @@ def test_a_case_whose_run_is_ending_is_not_stored_as_an_agent_failure(
 ) -> None:
     """Its agent was never called: it must stay unfinished, so `proctor resume` runs it."""
     from proctor.agents import AgentThreadsClosed
-    from proctor.pipeline import CaseWork, RunSettings, execute_agent, release_runtime, runtime_for
+    from proctor.execution.pipeline import CaseWork, RunSettings, execute_agent, release_runtime, runtime_for
     from tests.factories import make_case, stored_run
 
     (tmp_path / "agent.py").write_text("def agent(request):\n    return 'answer'\n")

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlmodel import Session, select
 
+from proctor.execution.pipeline import CaseWork
 from proctor.models.outcome import CaseState, ScoredMetric
 from proctor.models.tables import CaseResultRow, MetricResultRow, RunStatus
-from proctor.pipeline import CaseWork
 from proctor.storage.db import get_engine, normalize_url
 from proctor.storage.rows import case_row_id
 from proctor.storage.runs import finish_run, resume_point, tally

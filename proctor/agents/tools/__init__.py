@@ -1,7 +1,7 @@
 """Tools an agent's tool loop runs besides Python functions: the runner contract, the
 registry of kinds, and their per-run lifetime."""
 
-from proctor.agents.tools.registry import HOLODECK_TOOL_TYPES, NOT_RUN, RUNNERS
+from proctor.agents.tools.registry import HOLODECK_TOOL_TYPES, RUNNERS
 from proctor.agents.tools.runner import (
     RunnerFactory,
     ToolCallError,
@@ -14,7 +14,6 @@ from proctor.agents.tools.toolbox import ToolBox
 
 __all__ = [
     "HOLODECK_TOOL_TYPES",
-    "NOT_RUN",
     "RUNNERS",
     "RunScope",
     "RunScopeClosed",

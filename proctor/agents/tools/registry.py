@@ -1,8 +1,6 @@
 """Which runner answers each HoloDeck tool `type` (see `proctor.agents.tools.runner` for the
 contract). `function` tools are not here: the agent calls their Python function itself.
 
-A type listed in `NOT_RUN` is a HoloDeck kind no runner serves yet: its calls are answered
-from the case's canned `metadata.tool_results`, and loading the agent warns about it.
 Each factory imports its kind's module when called, so an agent without that kind never
 imports its dependencies (the `mcp` SDK, a vector store).
 """
@@ -16,7 +14,7 @@ from proctor.agents.tools.runner import RunnerFactory, ToolContext, ToolRunner
 
 
 def _vectorstore(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
-    from proctor.retrieval.runners import VectorstoreRunner
+    from proctor.agents.tools.retrieval.runners import VectorstoreRunner
 
     return VectorstoreRunner(entry, context)
 
@@ -28,7 +26,7 @@ def _mcp(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
 
 
 def _hierarchical_document(entry: Mapping[str, Any], context: ToolContext) -> ToolRunner:
-    from proctor.retrieval.runners import HierarchicalDocumentRunner
+    from proctor.agents.tools.retrieval.runners import HierarchicalDocumentRunner
 
     return HierarchicalDocumentRunner(entry, context)
 
@@ -46,7 +44,5 @@ RUNNERS: dict[str, RunnerFactory] = {
     "prompt": _prompt,
 }
 
-# HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`) without a runner yet.
-NOT_RUN = frozenset({"vectorstore", "hierarchical_document", "mcp", "prompt"} - set(RUNNERS))
-
-HOLODECK_TOOL_TYPES = frozenset({"function", *RUNNERS, *NOT_RUN})
+# HoloDeck's tool kinds (src/holodeck/models/tool.py, `ToolUnion`): every one has a runner.
+HOLODECK_TOOL_TYPES = frozenset({"function", *RUNNERS})

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from proctor.loaders import load_suite
+from tests.agents.tools.retrieval.test_vectorstore import _ask
 from tests.fakes import FakeOpenAI, Fault
-from tests.retrieval.test_vectorstore import _ask
 
 
 def _agent(tmp_path, api, tools: str, monkeypatch):

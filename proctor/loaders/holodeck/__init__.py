@@ -1,0 +1,1 @@
+"""HoloDeck `agent.yaml` files: test cases, metrics, tools and global configuration."""

@@ -1,0 +1,1 @@
+"""HoloDeck's deterministic evaluators, expected tools and `response_path`."""
