@@ -96,10 +96,10 @@ def print_problems(error: Exception) -> None:
 
 def print_regression(change: Any) -> None:
     """The verdict as the terminal shows it: the same labels, counts and evidence as the
-    reports and Slack (`proctor.stats.regression.LABELS`)."""
+    reports and Slack (`proctor.models.comparison.LABELS`)."""
     from rich.console import Console
 
-    from proctor.stats.regression import LABEL_NAMES, LABELS
+    from proctor.models.comparison import LABEL_NAMES, LABELS
 
     console = Console(highlight=False)
     console.print(

@@ -103,7 +103,7 @@ def build_digest(
                 failing.append(_failing(row, metrics, counts.get(row.case_id)))
         not_passed = len(counts)
     if regression is not None:
-        from proctor.stats.regression import LABEL_NAMES
+        from proctor.models.comparison import LABEL_NAMES
 
         verdicts = {case.case_id: case for case in regression.cases}
         for case in failing:

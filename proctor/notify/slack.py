@@ -151,7 +151,7 @@ def _regression_lines(digest: Digest, limit: int = 5) -> list[str]:
 def _label_lines(digest: Digest, limit: int = 5) -> list[str]:
     """Every label's count, then the newly failing cases with their evidence and the flaky ones
     apart (never regressions)."""
-    from proctor.stats.regression import LABEL_NAMES, LABELS
+    from proctor.models.comparison import LABEL_NAMES, LABELS
 
     regression = digest.regression
     if regression is None or not regression.cases:

@@ -59,7 +59,7 @@ def case_rows(*, session: Session, run: EvalRun, limit: int = MAX_TABLE_ROWS) ->
             _entry(*r) | {"case_id": r[0].case_id}
             for r in iter_results(session=session, run_id=run.id, passed=True, limit=limit - len(rows))
         ]
-    from proctor.stats.regression import LABEL_NAMES
+    from proctor.models.comparison import LABEL_NAMES
 
     labels = {c["case_id"]: c["label"] for c in (run.comparison or {}).get("cases") or []}
     for row in rows:

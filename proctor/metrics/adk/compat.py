@@ -3,7 +3,7 @@
 The deterministic criteria (`tool_trajectory_avg_score`, `response_match_score`) live in
 `proctor.metrics.adk.criteria`, `final_response_match_v2` in `adk_judged`, `hallucinations_v1` in
 `adk_hallucinations`, the rubric judges in `adk_rubric` and `adk_multi_turn`,
-`per_turn_user_simulator_quality_v1` in `adk_simulator_quality` and the informational
+`per_turn_user_simulator_quality_v1` in `simulator_quality` and the informational
 efficiency metrics in `adk_efficiency`; this module names them together.
 """
 

@@ -1,7 +1,7 @@
 """Google ADK's judged metrics under ADK's names: what they share, and `final_response_match_v2`
 (ADK 2.13.0's prompt and reply parser, ported). `hallucinations_v1` is in `adk_hallucinations.py`,
 the rubric metrics in `adk_rubric.py` and `adk_multi_turn.py`, the user simulator's judge in
-`adk_simulator_quality.py`.
+`simulator_quality.py`.
 
 ADK scores every invocation (turn) and aggregates as noted on each class; where ADK would give
 no score because no reply could be read, these raise an error keeping the raw replies.
