@@ -53,11 +53,13 @@ def spec_from_criterion(name: str, criterion: CriterionConfig) -> MetricSpec:
         if "judge_model" in metric_fields or (name in REGISTRY and REGISTRY.get(name).kind == "llm")
         else None
     )
-    # agentflow's criterion defaults its threshold to 0.8; an informational metric takes none, so
-    # only a threshold the file states is kept (and then refused by `check_spec`).
-    informational = name in REGISTRY and REGISTRY.get(name).informational
+    # agentflow's criterion defaults its threshold to 0.8; an informational metric takes none and
+    # Vanna's evaluators keep their own pass rule, so for them only a threshold the file states
+    # is kept (and then refused by `check_spec`).
+    metric = REGISTRY.get(name) if name in REGISTRY else None
+    keeps_its_own = metric is not None and (metric.informational or metric.own_pass_rule is not None)
     threshold = (
-        None if informational and "threshold" not in criterion.model_fields_set else criterion.threshold
+        None if keeps_its_own and "threshold" not in criterion.model_fields_set else criterion.threshold
     )
     return MetricSpec(name=name, threshold=threshold, enabled=criterion.enabled, args=args, model=model)
 
@@ -110,6 +112,8 @@ def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
     if metric.informational:
         return _informational_problem(spec, file, location)
     threshold, scale = spec.threshold, spec.scale
+    if metric.own_pass_rule is not None:
+        return _own_rule_problem(spec, metric.own_pass_rule, file, location)
     if threshold is not None:
         judged_on_a_scale = metric.kind == "llm" and scale is not None and scale > 1
         top = float(scale) if judged_on_a_scale else 1.0
@@ -118,6 +122,17 @@ def check_spec(spec: MetricSpec, file: str, location: str) -> Problem | None:
                 file,
                 f"{location}.threshold",
                 f"expected a threshold between 0 and {top:g}, got {threshold:g}",
+            )
+    return None
+
+
+def _own_rule_problem(spec: MetricSpec, rule: str, file: str, location: str) -> Problem | None:
+    """A metric that keeps its upstream system's pass rule (Vanna's evaluators) takes no threshold
+    or scale: either would give a verdict that system never gives, or be shown and not applied."""
+    for key, value in (("threshold", spec.threshold), ("scale", spec.scale)):
+        if value is not None:
+            return Problem(
+                file, f"{location}.{key}", f"{spec.name} takes no {key}: {rule}; remove the {key}"
             )
     return None
 

@@ -56,27 +56,11 @@ def _vanna_evaluators(
                 )
             )
             continue
-        problem = check_spec(spec, str(path), location) or _fixed_verdict_problem(spec, str(path), location)
+        problem = check_spec(spec, str(path), location)
         if problem:
             problems.append(problem)
         specs.append(spec)
     return specs, problems
-
-
-def _fixed_verdict_problem(spec: MetricSpec, file: str, location: str) -> Problem | None:
-    """Vanna's evaluators have no threshold or scale: three pass at a fixed 0.7 and the judge's
-    PASSED line decides the fourth. A threshold here would give a verdict Vanna never gives."""
-    if spec.name not in VANNA_EVALUATORS:
-        return None
-    for key, value in (("threshold", spec.threshold), ("scale", spec.scale)):
-        if value is not None:
-            rule = (
-                "the judge's PASSED line decides"
-                if spec.name == "LLMAsJudgeEvaluator"
-                else "it passes at a fixed 0.7"
-            )
-            return Problem(file, f"{location}.{key}", f"Vanna's {spec.name} takes no {key}: {rule}")
-    return None
 
 
 def load_vanna(path: Path, document: Any) -> Suite:

@@ -134,6 +134,10 @@ class Metric(BaseModel):
     default_threshold: ClassVar[float] = 1.0
     summary: ClassVar[str] = ""
     informational: ClassVar[bool] = False
+    # The upstream system's own pass rule decides the verdict (Vanna's `passed = score >= 0.7`,
+    # its judge's PASSED line): a threshold other than `default_threshold` would be shown and
+    # never applied, so the loaders refuse one and keep the rule's own mark.
+    own_pass_rule: ClassVar[str | None] = None
     # Scoring that may take long or fail outside Proctor (user code, a model to load; every
     # `kind == "llm"` metric too): the agent's turns are stored before it starts.
     slow_scoring: ClassVar[bool] = False

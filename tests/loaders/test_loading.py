@@ -162,6 +162,24 @@ def test_a_vanna_evaluator_takes_no_threshold(tmp_path: Path, entry: str, locati
     assert problem.location == f"dataset.evaluators[0].{location}" and rule in problem.message
 
 
+def test_a_vanna_evaluator_named_as_a_criterion_keeps_vannas_pass_mark(tmp_path: Path) -> None:
+    """agentflow's criterion defaults its threshold to 0.8; a Vanna evaluator passes at 0.7 by its
+    own rule, so the stored and shown threshold is 0.7, the one that decides the verdict."""
+    suite_path = _write(tmp_path, "s.evalset.json", _evalset())
+    _write(tmp_path, "eval_config.json", {"criteria": {"TrajectoryEvaluator": {}, "OutputEvaluator": {}}})
+    (case,) = load_suite(suite_path).cases
+    from proctor.metrics.registry import REGISTRY
+
+    assert [(s.name, s.threshold) for s in case.metrics] == [
+        ("TrajectoryEvaluator", None),
+        ("OutputEvaluator", None),
+    ]
+    assert {REGISTRY.get(s.name).default_threshold for s in case.metrics} == {0.7}
+    _write(tmp_path, "eval_config.json", {"criteria": {"TrajectoryEvaluator": 0.8}})
+    (problem,) = _problems(suite_path)
+    assert "criteria.TrajectoryEvaluator.threshold" in problem and "it passes at a fixed 0.7" in problem
+
+
 def test_the_adk_test_config_criteria_are_known_metrics() -> None:
     config = json.loads((DICE.parent / "test_config.json").read_text())
     from proctor.loaders.metric_specs import check_spec, specs_from_eval_config

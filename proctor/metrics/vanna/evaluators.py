@@ -93,6 +93,7 @@ class VannaTrajectoryEvaluator(Metric):
 
     name = "TrajectoryEvaluator"
     default_threshold = VANNA_PASS_MARK
+    own_pass_rule = "it passes at a fixed 0.7 (Vanna 2.0.2: `passed = score >= 0.7`)"
     summary = "Vanna: 1 less 0.5/n per expected tool not called and per forbidden tool called; passes at 0.7."
 
     def applies_to(self, ctx: MetricContext) -> bool:
@@ -141,6 +142,7 @@ class VannaOutputEvaluator(Metric):
 
     name = "OutputEvaluator"
     default_threshold = VANNA_PASS_MARK
+    own_pass_rule = "it passes at a fixed 0.7 (Vanna 2.0.2: `passed = score >= 0.7`)"
     summary = "Vanna: 1 less 0.5/n per expected keyword missing and per forbidden one present; passes at 0.7."
 
     def applies_to(self, ctx: MetricContext) -> bool:
@@ -181,6 +183,7 @@ class VannaEfficiencyEvaluator(Metric):
 
     name = "EfficiencyEvaluator"
     default_threshold = VANNA_PASS_MARK
+    own_pass_rule = "it passes at a fixed 0.7 (Vanna 2.0.2: `passed = score >= 0.7`)"
     summary = (
         "Vanna: 1 less 0.33 per evaluator limit exceeded (time, tokens), 0.34 over the case's time limit."
     )

@@ -74,6 +74,7 @@ class VannaLLMAsJudgeEvaluator(Metric):
     name = "LLMAsJudgeEvaluator"
     kind = "llm"
     default_threshold = 0.7
+    own_pass_rule = "the judge's PASSED line decides (Vanna 2.0.2's rule)"
     template: ClassVar[str] = "vanna_judge.j2"
     summary = "Vanna: an LLM judges the answer against the criteria; its PASSED line decides."
 
