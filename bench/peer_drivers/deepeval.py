@@ -1,0 +1,120 @@
+"""DeepEval in the peers bench: `evaluate(test_cases, [ExactMatch()])` with a custom BaseMetric
+(no LLM) and `CacheConfig(write_cache=False)`; DeepEval still writes
+`.deepeval/.latest_run_full.json`."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import Framework, check_all_passed, driver_result, run
+
+DEEPEVAL_DRIVER = """
+import json, sys, time
+
+cases_file, runs, concurrency, settle = sys.argv[1:5]
+started = time.perf_counter()
+from deepeval import evaluate
+from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig
+from deepeval.metrics import BaseMetric
+from deepeval.test_case import LLMTestCase
+import_s = time.perf_counter() - started
+
+
+class ExactMatch(BaseMetric):
+    \"\"\"Deterministic: 1 if the actual output equals the expected output. No LLM.\"\"\"
+
+    def __init__(self, threshold: float = 1.0):
+        self.threshold = threshold
+        self.async_mode = True
+
+    def measure(self, test_case, *args, **kwargs):
+        self.score = float(test_case.actual_output == test_case.expected_output)
+        self.reason = "equal" if self.score else "differs from the expected output"
+        self.success = self.score >= self.threshold
+        return self.score
+
+    async def a_measure(self, test_case, *args, **kwargs):
+        return self.measure(test_case)
+
+    def is_successful(self):
+        return bool(self.success)
+
+    @property
+    def __name__(self):
+        return "ExactMatch"
+
+
+def agent(text):
+    return text
+
+
+cases = json.loads(open(cases_file).read())
+results = []
+for k in range(int(runs)):
+    if k:
+        time.sleep(float(settle))
+    started = time.perf_counter()
+    test_cases = [
+        LLMTestCase(input=c["input"], actual_output=agent(c["input"]), expected_output=c["expected"])
+        for c in cases
+    ]
+    result = evaluate(
+        test_cases,
+        [ExactMatch()],
+        async_config=AsyncConfig(run_async=True, max_concurrent=int(concurrency)),
+        cache_config=CacheConfig(write_cache=False, use_cache=False),
+        display_config=DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False),
+    )
+    seconds = time.perf_counter() - started
+    passed = sum(1 for r in result.test_results if r.success)
+    results.append({"seconds": seconds, "total": len(result.test_results), "passed": passed})
+print("PEERS_RESULT " + json.dumps({"import_s": import_s, "runs": results}), flush=True)
+"""
+
+
+def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: int) -> None:
+    """DeepEval reads the shared cases.json: nothing of its own to write."""
+
+
+@dataclass
+class DeepEval(Framework):
+    python: str = ""
+    concurrency: int = 32
+    settle: float = 4.0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def _driver(self, workload: Path, out: Path, runs: int) -> tuple[float, dict]:
+        driver = out / "deepeval_driver.py"
+        driver.write_text(DEEPEVAL_DRIVER)
+        args = [str(workload / "cases.json"), str(runs), str(self.concurrency), str(self.settle)]
+        # cwd=out: DeepEval writes .deepeval/.latest_run_full.json under the working directory.
+        seconds, output, code = run(
+            [self.python, str(driver), *args], cwd=out, env=self.env, timeout=self.timeout * runs
+        )
+        return seconds, driver_result(output, code)
+
+    def command(self, workload: Path, out: Path, cases: int) -> float:
+        # DeepEval's `evaluate` has no command of its own: the command is the driver, one run.
+        seconds, result = self._driver(workload, out, 1)
+        check_all_passed("deepeval evaluate", result["runs"][0]["total"], result["runs"][0]["passed"], cases)
+        return seconds
+
+    def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:
+        return self._driver(workload, out, runs)[1]
+
+
+def find(
+    args: argparse.Namespace,
+    peer_python: Path | None,
+    versions: dict[str, str | None],
+    env: dict,
+    common: dict,
+) -> DeepEval | None:
+    if peer_python is None:
+        return None
+    if not versions.get("deepeval"):
+        print(f"note: DeepEval skipped: deepeval is not installed in {peer_python}")
+        return None
+    return DeepEval("deepeval", versions["deepeval"], python=str(peer_python), env=env, **common)
