@@ -23,15 +23,16 @@ from typing import Any
 from urllib.parse import urlparse
 
 from proctor.models.holodeck import FileInput, ProcessedFileInput
+from proctor.settings import value as setting_value
 
-MAX_DOWNLOAD_BYTES = int(os.environ.get("PROCTOR_MAX_DOWNLOAD_BYTES", 25 * 1024 * 1024))
-CACHE_TTL_S = float(os.environ.get("PROCTOR_FILE_CACHE_TTL_S", 24 * 3600))
+MAX_DOWNLOAD_BYTES = int(setting_value("PROCTOR_MAX_DOWNLOAD_BYTES"))
+CACHE_TTL_S = float(setting_value("PROCTOR_FILE_CACHE_TTL_S"))
 DOWNLOAD_TIMEOUT_S = 30.0
 # A whole file (download and conversion) is bounded by the case's own limit when it has one,
 # else by this: a source dripping one byte at a time cannot hold a case for ever.
-FILE_TIMEOUT_S = float(os.environ.get("PROCTOR_FILE_TIMEOUT_S", 120))
+FILE_TIMEOUT_S = float(setting_value("PROCTOR_FILE_TIMEOUT_S"))
 # What an archive (docx, xlsx, pptx are zips) may expand to before markitdown opens it.
-MAX_EXPANDED_BYTES = int(os.environ.get("PROCTOR_MAX_EXPANDED_BYTES", 256 * 1024 * 1024))
+MAX_EXPANDED_BYTES = int(setting_value("PROCTOR_MAX_EXPANDED_BYTES"))
 MAX_REDIRECTS = 5
 SUFFIX_BY_TYPE = {
     "pdf": ".pdf",
@@ -50,12 +51,12 @@ class FileProcessingError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PROCTOR_FILE_CACHE", Path.cwd() / ".proctor" / "cache" / "files"))
+    return Path.cwd() / setting_value("PROCTOR_FILE_CACHE")
 
 
 def allowed_roots(base_dir: Path) -> list[Path]:
     extra = [
-        Path(p).resolve() for p in os.environ.get("PROCTOR_ALLOWED_FILE_ROOTS", "").split(os.pathsep) if p
+        Path(p).resolve() for p in (setting_value("PROCTOR_ALLOWED_FILE_ROOTS") or "").split(os.pathsep) if p
     ]
     return [base_dir.resolve(), *extra]
 

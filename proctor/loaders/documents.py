@@ -9,7 +9,6 @@ these is one problem naming the file, never a traceback or a hung loader.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,14 @@ from typing import Any
 import yaml
 
 from proctor.loaders.errors import Problem, SuiteError, json_path
+from proctor.settings import value as setting_value
 
-MAX_DOCUMENT_BYTES = int(os.environ.get("PROCTOR_MAX_SUITE_BYTES") or 256 * 2**20)  # 100k cases: ~21 MB
+MAX_DOCUMENT_BYTES = int(setting_value("PROCTOR_MAX_SUITE_BYTES"))  # 100k cases: ~21 MB
 MAX_DEPTH = 100  # suites nest about 12 levels; tool arguments take a few more
 MAX_ALIAS_VALUES = 100_000  # values YAML aliases may repeat beyond those written out
 # Characters YAML aliases may repeat beyond those written out: a few large anchored texts
 # repeated a few thousand times expanded a 1 MB file into 400 MB of messages.
-MAX_ALIAS_CHARS = int(os.environ.get("PROCTOR_MAX_ALIAS_CHARS") or 10 * 2**20)
+MAX_ALIAS_CHARS = int(setting_value("PROCTOR_MAX_ALIAS_CHARS"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 

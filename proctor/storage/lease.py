@@ -21,11 +21,12 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 
 from proctor.models.tables import EvalRun
+from proctor.settings import setting, value
 
 log = logging.getLogger("proctor.storage")
 
 LEASE_ENV = "PROCTOR_LEASE_S"
-DEFAULT_LEASE_S = 60.0
+DEFAULT_LEASE_S = float(setting(LEASE_ENV).default)
 _HOST = socket.gethostname()
 _held: set[str] = set()  # the owner tokens this process holds now
 _held_lock = threading.Lock()
@@ -36,7 +37,7 @@ class RunBusy(RuntimeError):
 
 
 def lease_seconds() -> float:
-    return float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_S)
+    return float(value(LEASE_ENV))
 
 
 def new_owner() -> str:

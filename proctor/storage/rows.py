@@ -10,12 +10,13 @@ from typing import Any
 
 from proctor.models.case import Case
 from proctor.models.outcome import CaseOutcome
+from proctor.settings import setting
 from proctor.storage.text import safe_repr
 
 # How much of each processed file's markdown a case row keeps (what the agent saw, shown in
 # report.json); the full size is stored beside it.
 STORED_FILE_CHARS_VARIABLE = "PROCTOR_STORED_FILE_CHARS"
-DEFAULT_STORED_FILE_CHARS = 20_000
+DEFAULT_STORED_FILE_CHARS = int(setting(STORED_FILE_CHARS_VARIABLE).default)
 
 
 def stored_file_chars() -> int:

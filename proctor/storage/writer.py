@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import queue
 import threading
 import time
@@ -26,6 +25,7 @@ from proctor.models.case import Case
 from proctor.models.outcome import CaseOutcome, CaseState
 from proctor.models.tables import CaseResultRow, MetricResultRow
 from proctor.secrets import scrub_value
+from proctor.settings import value
 from proctor.storage.db import redact_url
 from proctor.storage.rows import bare_row, case_row, case_row_id, final_columns, metric_rows
 from proctor.storage.text import clean_agent_values, json_safe_row, storable
@@ -42,7 +42,7 @@ def reconnect_delays(budget_s: float | None = None) -> tuple[float, ...]:
     """Waits between attempts when the database is unreachable: doubling from 0.5 s (at most
     15 s each) until the budget, `PROCTOR_DB_RETRY_S` (default 30 s), is spent."""
     if budget_s is None:
-        budget_s = float(os.environ.get(RETRY_BUDGET_ENV) or 30)
+        budget_s = float(value(RETRY_BUDGET_ENV))
     delays, delay = [], 0.5
     while budget_s > 1e-9:
         delays.append(min(delay, budget_s))

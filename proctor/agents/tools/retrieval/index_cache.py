@@ -18,9 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from proctor.settings import value
+
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PROCTOR_INDEX_CACHE", Path.cwd() / ".proctor" / "cache" / "indexes"))
+    return Path.cwd() / value("PROCTOR_INDEX_CACHE")
 
 
 def file_digest(path: Path) -> str:
