@@ -1,22 +1,13 @@
-"""The README is run, not just read: its opening commands are the ones CI runs, and every YAML
-and JSON example in it parses (and, where it is a whole suite or config, validates)."""
+"""The README is run, not just read: its opening commands are the ones CI runs, and the bundled
+example suites validate. (Every YAML, JSON and shell example of the README and of docs/ is
+checked by tests/test_docs.py.)"""
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
-import yaml
 
 from tests.conftest import ROOT
 from tests.readme_commands import readme_commands
-
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = [
-    (match.group(1), match.group(2), README[: match.start()].count("\n") + 1)
-    for match in re.finditer(r"```(yaml|json)\n(.*?)```", README, re.S)
-]
 
 
 def test_readme_opens_with_the_run_and_test_commands() -> None:
@@ -32,19 +23,6 @@ def test_readme_opens_with_the_run_and_test_commands() -> None:
 def test_ci_runs_the_readmes_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "tests/readme_commands.py test" in ci and 'bash -c "$test_command"' in ci
-
-
-def test_the_readme_has_examples() -> None:
-    assert len(BLOCKS) >= 3
-
-
-@pytest.mark.parametrize(("kind", "text", "line"), BLOCKS, ids=[f"line-{b[2]}" for b in BLOCKS])
-def test_every_example_parses(kind: str, text: str, line: int) -> None:
-    try:
-        document = yaml.safe_load(text) if kind == "yaml" else json.loads(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as error:
-        pytest.fail(f"README.md line {line}: the {kind} example does not parse: {error}")
-    assert document is not None, f"README.md line {line}: empty {kind} example"
 
 
 def test_every_bundled_example_suite_validates(capsys: pytest.CaptureFixture[str]) -> None:

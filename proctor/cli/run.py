@@ -316,7 +316,7 @@ def _hint(error: Exception) -> str:
     return (
         ". Point PREFECT_API_URL at a running Prefect server (prefect server start), or give the "
         f"temporary one longer with {STARTUP_TIMEOUT_VARIABLE} (Proctor's default "
-        f"{DEFAULT_STARTUP_TIMEOUT_S:g} s, as the README says)"
+        f"{DEFAULT_STARTUP_TIMEOUT_S:g} s, as docs/configuration.md says)"
     )
 
 

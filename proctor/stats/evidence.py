@@ -2,7 +2,7 @@
 case's own history. Pure functions of pass counts, so their false-alarm rate and power can be
 simulated (bench/alarms.py) without a database, an agent or Prefect.
 
-The model (README, "Regressions"): case i passes each attempt with its own probability p_i,
+The model (docs/regressions.md): case i passes each attempt with its own probability p_i,
 the same on every night of the history window and tonight unless something changed, attempts
 independent. Before any history, p_i is uniform (a Beta(1, 1) prior); after k passes in n
 attempts it is Beta(1 + k, 1 + n - k). Tonight's failures of the case then follow a

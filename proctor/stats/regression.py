@@ -5,7 +5,7 @@ only by a significant change.
 The evidence for a run is the window of the last K completed runs of the same suite, agent
 and variant (`proctor.storage.history`), plus the run's own repeats; the baseline is the last
 run of that window (or a run pinned by id: then the window ends there). The statistics are in
-`proctor.stats.evidence`; the README ("Regressions") states the model and bench/alarms.py measures it.
+`proctor.stats.evidence`; docs/regressions.md states the model and bench/alarms.py measures it.
 
 Two levels, on purpose:
 - A case is *newly failing* when its history gave tonight's failures (or its unbroken run of

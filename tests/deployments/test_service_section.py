@@ -1,8 +1,8 @@
-"""The README's "Operating Proctor as a service", followed as written on a new machine.
+"""The manual's "Operating Proctor as a service" (docs/service.md), followed as written on a new machine.
 
 Every command of the section's block runs as it stands, through bash, in order: on a PostgreSQL
 of this test's own (initdb in a temporary folder, another port: the machine's server is never
-touched) and a Prefect server on a free port, with the names the README says to read as
+touched) and a Prefect server on a free port, with the names the page says to read as
 `127.0.0.1` on one machine. What it starts in the background (`&`) is stopped by its pid. The
 block ends with a run on the worker: it must be stored, as the `proctor` role, in Proctor's
 database. Slow (a server, a worker, a flow run: a minute or more), so it runs once.
@@ -28,13 +28,14 @@ from tests.resilience.test_database import BINARIES, OwnPostgres
 
 pytestmark = pytest.mark.flow
 
+PAGE = ROOT / "docs" / "service.md"
 SECTION = "## Operating Proctor as a service"
 
 
 def section_commands() -> list[str]:
     """The section's first bash block, one command a line, comments and blank lines left out."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index(SECTION) :]
+    page = PAGE.read_text(encoding="utf-8")
+    section = page[page.index(SECTION) :]
     block = re.search(r"```bash\n(.*?)```", section, flags=re.S)
     assert block is not None, "the section has no bash block"
     lines = [re.sub(r"\s+#\s.*$", "", line) for line in block.group(1).splitlines()]  # comments after
@@ -42,7 +43,7 @@ def section_commands() -> list[str]:
 
 
 def on_this_machine(command: str, pg_port: int, prefect_port: int) -> str:
-    """The README's own reading for one machine: `127.0.0.1` for both hosts; this test's ports."""
+    """The page's own reading for one machine: `127.0.0.1` for both hosts; this test's ports."""
     command = command.replace("--host 0.0.0.0", "--host 127.0.0.1")
     command = command.replace("prefect.example:4200", f"127.0.0.1:{prefect_port}")
     command = command.replace("--port 4200", f"--port {prefect_port}")
@@ -97,7 +98,7 @@ def test_the_service_section_runs_as_written_to_a_stored_run(
             )
             last = number == len(commands) - 1
             # the last command watches a run of the bundled suite, whose one failing case fails
-            # the run's gate: --watch exits 1 then, as the README says (0 had every case passed)
+            # the run's gate: --watch exits 1 then, as the page says (0 had every case passed)
             allowed = (0, 1) if last else (0,)
             assert done.returncode in allowed, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         logs = "\n".join(log.read_text()[-3000:] for log in sorted(tmp_path.glob("background-*.log")))

@@ -1,4 +1,4 @@
-"""The Prefect UI's run form, in a real browser, on a server set up as the README says.
+"""The Prefect UI's run form, in a real browser, on a server set up as docs/service.md says.
 
 A Prefect server on a free port (on PostgreSQL when PROCTOR_TEST_POSTGRES_URL names one: its
 JSONB is what scrambled the form), `PREFECT_UI_API_URL=/api` as for a team host, the work
@@ -75,7 +75,7 @@ def fill(page: Browser, label: str, text: str, optional: bool = True) -> None:
 
 @pytest.fixture(scope="module")
 def prefect_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
-    """A fresh PostgreSQL database for Prefect itself (README: create it first), or None."""
+    """A fresh PostgreSQL database for Prefect itself (docs/service.md: create it first), or None."""
     server = os.environ.get(POSTGRES_ENV)
     if not server:
         yield None
@@ -106,7 +106,7 @@ def service(
         "PREFECT_HOME": str(home),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
-        # README, "Operating Proctor as a service": the UI calls the API on the host it was
+        # docs/service.md, "Operating Proctor as a service": the UI calls the API on the host it was
         # loaded from, so any port and any host name work.
         "PREFECT_UI_API_URL": "/api",
     }

@@ -7,7 +7,7 @@ A field the named metric reads becomes its argument. A field ADK defines that th
 not read is dropped with a warning naming it: ADK accepts it on any criterion and ignores it
 without a word, Proctor says so. A `judge_model_config` field a judge call cannot carry is
 named the same way. Any other key reaches the metric, which refuses it (an unknown key is an
-error). The README's ADK section lists every field.
+error). docs/suites/adk.md lists every field.
 """
 
 from __future__ import annotations

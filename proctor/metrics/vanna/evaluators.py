@@ -2,7 +2,7 @@
 
 Ported from Vanna's own code (`vanna/core/evaluation/evaluators.py`, 2.0.2), branch by branch,
 with its reason texts: where the code and Vanna's design document disagree, the code decides
-(the README's Vanna section lists where). `tests/metrics/vanna/test_parity.py` runs Vanna's own
+(docs/suites/vanna.md lists where). `tests/metrics/vanna/test_parity.py` runs Vanna's own
 evaluators beside these on generated cases and asserts equal scores and verdicts.
 
 - `TrajectoryEvaluator` / `OutputEvaluator`: 1.0, less 0.5/len(list) for each expected tool

@@ -263,15 +263,15 @@ def test_proctors_list_of_genai_config_fields_is_google_genais() -> None:
     assert list(GENERATE_CONTENT_CONFIG_FIELDS) == list(genai.GenerateContentConfig.model_fields)
 
 
-def test_the_readme_says_what_proctor_does_with_every_field_of_adks_config_models() -> None:
-    """The README's field table names every field of ADK's models, so a field google-adk adds
+def test_the_manual_says_what_proctor_does_with_every_field_of_adks_config_models() -> None:
+    """The field table of docs/suites/adk.md names every field of ADK's models, so a field google-adk adds
     (or one Proctor forgot) fails here instead of being dropped unnoticed."""
     pytest.importorskip("google.adk", reason="google-adk is not installed")
     from google.adk.evaluation import eval_config, eval_metrics
     from google.adk.evaluation.simulation.llm_backed_user_simulator import LlmBackedUserSimulatorConfig
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| ADK model | field |") :].split("\n\n")[0]
+    page = (ROOT / "docs" / "suites" / "adk.md").read_text(encoding="utf-8")
+    table = page[page.index("| ADK model | field |") :].split("\n\n")[0]
     rows = {
         tuple(cell.replace("`", "").strip() for cell in line.split("|")[1:3])
         for line in table.splitlines()[2:]
@@ -297,7 +297,7 @@ def test_the_readme_says_what_proctor_does_with_every_field_of_adks_config_model
                 for model_cell, field_cell in rows
             ):
                 missing.append(f"{owner.__name__}.{name}")
-    assert not missing, f"fields the README's ADK table does not cover: {missing}"
+    assert not missing, f"fields the ADK table of docs/suites/adk.md does not cover: {missing}"
 
 
 def test_custom_instructions_without_the_persona_are_refused_for_a_persona_scenario(tmp_path: Path) -> None:
