@@ -1,10 +1,10 @@
-"""The nightly verdict's figures for the README ("Regressions"): how often it cries wolf on a
+"""The nightly verdict's figures for docs/regressions.md: how often it cries wolf on a
 flaky agent, and how fast it names a real change. Seeded simulations run through the real
 verdict (`proctor.stats.regression.record_comparison`) on a real results database: each night
 stores a completed run whose case rows pass or fail as drawn (`proctor.stats.nightly_simulation`),
 and the verdict reads them back, exactly as after a real run.
 
-Two levels are counted apart (README): a case *named* (labelled newly failing, or still
+Two levels are counted apart (docs/regressions.md): a case *named* (labelled newly failing, or still
 failing after that) and the run *Regressed* (the red Prefect state, exit 1, Slack's headline).
 
     python bench/alarms.py [--sims 100] [--aa-sims 30] [--nights 60] [--warm 20] [--repeat 3]

@@ -1,4 +1,5 @@
-"""What isolating an agent's code costs per call, for the choice in README "Agents under test".
+"""What isolating an agent's code costs per call, for the choice in docs/agents.md
+("How far an agent's code is isolated").
 
 Calls a trivial agent CALLS times, CONCURRENCY at a time, through the real `AgentInvoker`
 three ways, and prints the median of REPEATS timings per call:

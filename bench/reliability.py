@@ -1,4 +1,4 @@
-"""Reliability figures for the README: hostile inputs tried, faults survived, results lost.
+"""Reliability figures for docs/reliability.md: hostile inputs tried, faults survived, results lost.
 
 Writes cases through the real group-commit writer (checkpoint, then final write with a
 metric), on SQLite and, with --postgres, PostgreSQL, the way a run does:
@@ -164,7 +164,7 @@ SUITES = {
 
 def count_suites() -> None:
     """Run the fault suite and the malformed-input corpus and print how many held, from
-    pytest's own JUnit record: the README's figures are these, not typed."""
+    pytest's own JUnit record: docs/reliability.md's figures are these, not typed."""
     import subprocess
     import xml.etree.ElementTree as ElementTree
 

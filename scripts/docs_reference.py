@@ -1,7 +1,8 @@
 """The reference tables of the manual, generated from the code so they cannot drift.
 
 `docs/metrics/index.md` carries the metric registry (`proctor/metrics/registry.py`): every name a
-suite may use, its arguments and their defaults, its default threshold and its summary.
+suite may use, its arguments and their defaults, its default threshold and how it scores (the
+metric class's `how_it_scores`); `docs/metrics/adk-vanna.md` the ADK metrics refused by name.
 `docs/configuration.md` carries the settings table (`proctor/settings.py`). Each table sits
 between `<!-- generated: NAME -->` and `<!-- end generated -->`.
 
@@ -20,7 +21,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = {"metrics": ROOT / "docs" / "metrics" / "index.md", "settings": ROOT / "docs" / "configuration.md"}
+PAGES = [
+    ROOT / "docs" / "metrics" / "index.md",
+    ROOT / "docs" / "metrics" / "adk-vanna.md",
+    ROOT / "docs" / "configuration.md",
+]
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 KINDS = {"deterministic": "deterministic", "nlp": "NLP", "llm": "LLM judge"}
 
@@ -61,8 +66,16 @@ def metrics_table() -> str:
         threshold = "never fails" if metric.informational else f"{metric.default_threshold:g}"
         lines.append(
             f"| `{name}` | {origin} | {kind} | {', '.join(arguments) or '–'} | {threshold} "
-            f"| {_cell(metric.summary)} |"
+            f"| {_cell(metric.how_it_scores or metric.summary)} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def adk_refused_table() -> str:
+    from proctor.metrics.adk.names import ADK_METRICS_NOT_SCORED
+
+    lines = ["| ADK name | why Proctor refuses it |", "|---|---|"]
+    lines += [f"| `{name}` | {_cell(why)} |" for name, why in ADK_METRICS_NOT_SCORED.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -76,7 +89,7 @@ def settings_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-TABLES = {"metrics": metrics_table, "settings": settings_table}
+TABLES = {"metrics": metrics_table, "adk_refused": adk_refused_table, "settings": settings_table}
 
 
 def rendered(text: str) -> str:
@@ -85,7 +98,7 @@ def rendered(text: str) -> str:
 
 def stale_pages() -> list[Path]:
     stale = []
-    for path in PAGES.values():
+    for path in PAGES:
         text = path.read_text(encoding="utf-8")
         if not BLOCK.search(text) or rendered(text) != text:
             stale.append(path)
@@ -108,7 +121,7 @@ def main(argv: list[str]) -> int:
         for path in stale:
             print(f"{path.relative_to(ROOT)}: stale; run python scripts/docs_reference.py", file=sys.stderr)
         return 1 if stale else 0
-    for path in PAGES.values():
+    for path in PAGES:
         text = path.read_text(encoding="utf-8")
         path.write_text(rendered(text), encoding="utf-8")
     return 0

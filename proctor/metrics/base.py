@@ -133,6 +133,9 @@ class Metric(BaseModel):
     kind: ClassVar[str] = "deterministic"
     default_threshold: ClassVar[float] = 1.0
     summary: ClassVar[str] = ""
+    # How it scores, in full, for the manual's reference table (docs/metrics/index.md, generated
+    # by scripts/docs_reference.py); `summary` is the one-line version.
+    how_it_scores: ClassVar[str] = ""
     informational: ClassVar[bool] = False
     # The upstream system's own pass rule decides the verdict (Vanna's `passed = score >= 0.7`,
     # its judge's PASSED line): a threshold other than `default_threshold` would be shown and

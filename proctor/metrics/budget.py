@@ -13,6 +13,9 @@ class ToolCallCount(Metric):
 
     name = "tool_call_count"
     summary = "The number of tool calls (of one tool, or in all) lies within min..max."
+    how_it_scores = (
+        "1 if the number of calls (of `tool`, else of all tools) lies within the bounds `min`..`max`"
+    )
 
     min: int | None = Field(default=None, ge=0)
     max: int | None = Field(default=None, ge=0)
@@ -57,6 +60,9 @@ class TokenBudget(Metric):
 
     name = "token_budget"
     summary = "The agent's tokens over all turns stay within max_tokens."
+    how_it_scores = (
+        "1 within budget (all turns), else budget / used; not applied when the agent reported no tokens"
+    )
 
     max_tokens: int = Field(gt=0)
 
@@ -111,6 +117,13 @@ class Cost(Metric):
 
     name = "cost"
     summary = "The agent's token cost (from a price table) stays within max_usd."
+    how_it_scores = (
+        "1 within budget, else budget / cost; the cost in USD is in `details`; not applied without "
+        "prompt and completion tokens. `pricing_model` names the model whose prices apply (in "
+        "agentflow criteria also `model`; in HoloDeck and Vanna files a metric's `model` is its "
+        "judge, refused here); `prices` replaces the built-in table of OpenAI list prices: pass your "
+        "own for other models"
+    )
 
     max_usd: float = Field(gt=0)
     # The model whose prices apply. `pricing_model` is the unambiguous name: in HoloDeck and

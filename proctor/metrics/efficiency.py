@@ -12,6 +12,7 @@ class MaxExecutionTime(Metric):
 
     name = "max_execution_time"
     summary = "The agent's total time stays within max_ms."
+    how_it_scores = "1 if the agent's time is within `max_ms`, else 0"
 
     max_ms: float = Field(gt=0)
 
@@ -27,6 +28,7 @@ class GoalsAchieved(Metric):
     name = "goals_achieved"
     default_threshold = 1.0
     summary = "Share of the simulated user's goals achieved in the conversation."
+    how_it_scores = "share of the simulated user's goals achieved (cases played by a user simulator)"
 
     def applies_to(self, ctx: MetricContext) -> bool:
         return bool(ctx.turns and ctx.turns[-1].metadata.get("goals"))

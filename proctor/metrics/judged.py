@@ -167,6 +167,10 @@ class LLMJudge(JudgeMetric):
     name = "llm_judge"
     template = "llm_judge.j2"
     summary = "An LLM judges whether the answer means the same as the expected answer."
+    how_it_scores = (
+        "the judge decides whether the final answer means the same as the expected answer "
+        "(agentflow's criterion)"
+    )
 
     def applies_to_case(self, case: Case) -> bool:
         return bool(case.ground_truth)
@@ -178,6 +182,11 @@ class RubricBased(JudgeMetric):
     name = "rubric_based"
     template = "rubric.j2"
     summary = "An LLM scores the answer on each rubric; the weighted mean is the score."
+    how_it_scores = (
+        "the judge gives a score per rubric; the case's score is the weighted mean, each rubric's "
+        "score and reason in `details.rubrics`; `rubrics` are agentflow `Rubric`s (`name`, "
+        "`description`, `scoring_guide`, `weight`)"
+    )
 
     rubrics: list[Rubric] = Field(min_length=1)
 
@@ -266,6 +275,10 @@ class QualityMetric(JudgeMetric):
 class Groundedness(QualityMetric):
     name = "groundedness"
     summary = "Every claim of the answer is supported by the case's documents and tool results."
+    how_it_scores = (
+        "the judge decides every claim is supported by the case's files and tool results (applies "
+        "when there is such context)"
+    )
     quality = "groundedness"
     definition = "the answer's claims are supported by the given context; nothing is invented"
     best, worst = "every claim is supported by the context", "the answer is not supported by the context"
@@ -275,6 +288,7 @@ class Groundedness(QualityMetric):
 class Relevance(QualityMetric):
     name = "relevance"
     summary = "The answer addresses what the user asked."
+    how_it_scores = "the judge decides that quality of the answer (relevance)"
     quality = "relevance"
     definition = "the answer addresses the user's request directly and completely, without digressions"
     best, worst = "fully addresses the request", "does not address the request"
@@ -283,6 +297,7 @@ class Relevance(QualityMetric):
 class Coherence(QualityMetric):
     name = "coherence"
     summary = "The answer is logically organised and consistent."
+    how_it_scores = "the judge decides that quality of the answer (coherence)"
     quality = "coherence"
     definition = "the answer's ideas follow logically, are consistent with each other and well organised"
     best, worst = "perfectly coherent", "incoherent"
@@ -291,6 +306,7 @@ class Coherence(QualityMetric):
 class Fluency(QualityMetric):
     name = "fluency"
     summary = "The answer is grammatical, natural language."
+    how_it_scores = "the judge decides that quality of the answer (fluency)"
     quality = "fluency"
     definition = "the answer is grammatically correct, well phrased and easy to read"
     best, worst = "fluent and natural", "hard to read or ungrammatical"
@@ -299,6 +315,7 @@ class Fluency(QualityMetric):
 class Similarity(QualityMetric):
     name = "similarity"
     summary = "The answer is similar in meaning to the expected answer."
+    how_it_scores = "the judge decides the answer's closeness in meaning to the expected answer"
     quality = "similarity"
     definition = "how close the answer is in meaning to the expected answer"
     best, worst = "equivalent to the expected answer", "unrelated to the expected answer"
@@ -308,6 +325,7 @@ class Similarity(QualityMetric):
 class Hallucination(QualityMetric):
     name = "hallucination"
     summary = "The answer makes no claim its context contradicts or does not support (1 = none)."
+    how_it_scores = "the judge decides freedom from claims the context does not support (higher is better)"
     quality = "freedom from hallucination"
     definition = "the answer makes no claim that the context contradicts or does not support"
     best, worst = "no unsupported claim at all", "mostly unsupported or contradicted claims"
@@ -317,6 +335,7 @@ class Hallucination(QualityMetric):
 class Safety(QualityMetric):
     name = "safety"
     summary = "The answer is free of harmful, hateful, sexual, violent or self-harm content."
+    how_it_scores = "the judge decides that quality of the answer (safety)"
     quality = "safety"
     definition = (
         "the answer contains no harmful, hateful, harassing, sexual, violent or self-harm content and "
@@ -328,6 +347,7 @@ class Safety(QualityMetric):
 class FactualAccuracy(QualityMetric):
     name = "factual_accuracy"
     summary = "The answer's facts agree with the expected answer."
+    how_it_scores = "the judge decides the agreement of the answer's facts with the expected answer"
     quality = "factual accuracy"
     definition = (
         "the facts stated in the answer agree with the expected answer; omissions count less than errors"
@@ -349,6 +369,11 @@ class GEval(JudgeMetric):
     name = "geval"
     template = "geval.j2"
     summary = "An LLM judges the answer against your criteria by following evaluation steps."
+    how_it_scores = (
+        "G-Eval: the judge grades the answer against your `criteria`, following the "
+        "`evaluation_steps` (optional: the judge writes them from the criteria first, as DeepEval "
+        "does); `evaluation_params` any of `input`, `actual_output`, `expected_output`, `context`"
+    )
 
     criteria: str = Field(min_length=1)
     evaluation_steps: list[str] | None = None

@@ -58,6 +58,7 @@ class Bleu(ReferenceMetric):
     name = "bleu"
     default_threshold = 0.3
     summary = "Sentence BLEU (sacrebleu) of the answer against the expected answer, on 0..1."
+    how_it_scores = "sentence BLEU by sacrebleu (13a tokenizer, exponential smoothing), divided by 100"
 
     def compare(self, answer: str, reference: str) -> float:
         return min(1.0, _bleu().sentence_score(answer, [reference]).score / 100) if answer else 0.0
@@ -95,6 +96,11 @@ class Rouge(ReferenceMetric):
     name = "rouge"
     default_threshold = 0.5
     summary = "ROUGE-1/2/L F-measure of the answer against the expected answer."
+    how_it_scores = (
+        "ROUGE F-measure per turn with an expected answer, averaged; `adk` tokenizes as ADK 2.13 "
+        "(ASCII words Porter-stemmed), `rouge_score` as rouge-score does by itself (lower-cased "
+        "[a-z0-9] words, unstemmed: HoloDeck's); `variant` rouge1, rouge2 or rougeL"
+    )
 
     variant: Literal["rouge1", "rouge2", "rougeL"] = "rougeL"
     tokenizer: Literal["adk", "rouge_score"] = "adk"
@@ -129,6 +135,11 @@ class Meteor(ReferenceMetric):
     name = "meteor"
     default_threshold = 0.5
     summary = "METEOR of the answer against the expected answer (exact, stem and WordNet synonym matches)."
+    how_it_scores = (
+        "NLTK's METEOR with exact, stem and WordNet-synonym matching, offline: the WordNet 3.0 "
+        "synonyms it needs ship in `proctor/metrics/lexical/data/` (built by `build_wordnet.py`; "
+        "equal to NLTK with the full database)"
+    )
 
     def compare(self, answer: str, reference: str) -> float:
         return meteor(answer, reference)
@@ -160,6 +171,7 @@ class TokenF1(ReferenceMetric):
     name = "token_f1"
     default_threshold = 0.5
     summary = "Token-overlap F1 (SQuAD normalisation) of the answer against the expected answer."
+    how_it_scores = "SQuAD token F1 after lowercasing and removing punctuation and articles"
 
     def compare(self, answer: str, reference: str) -> float:
         return token_f1(answer, reference)
@@ -181,6 +193,10 @@ class ExactMatch(ReferenceMetric):
     kind = "deterministic"
     default_threshold = 1.0
     summary = "The answer equals the expected answer (ignoring case, punctuation and spacing by default)."
+    how_it_scores = (
+        "1 if the answer equals the expected answer; normalised, case, punctuation (any script) and "
+        "spacing do not count"
+    )
 
     normalize: bool = True
 
@@ -198,6 +214,10 @@ class Regex(Metric):
 
     name = "regex"
     summary = "The final answer matches (or must not match) a regular expression."
+    how_it_scores = (
+        "1 if the final answer matches `pattern` (or, with `must_match: false`, does not); `flags` "
+        "any of IGNORECASE, MULTILINE, DOTALL"
+    )
 
     pattern: str
     must_match: bool = True
@@ -239,6 +259,7 @@ class JsonValid(Metric):
 
     name = "json_valid"
     summary = "The final answer parses as JSON and has the required top-level keys."
+    how_it_scores = "1 if the final answer parses as JSON (a fenced block is fine) with the `required_keys`"
 
     required_keys: list[str] = Field(default_factory=list)
 

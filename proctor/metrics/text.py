@@ -17,6 +17,7 @@ class Contains(Metric):
 
     name = "contains"
     summary = "The final answer contains every given string."
+    how_it_scores = "share of the strings (`values`) present in the final answer"
 
     values: list[str] = Field(min_length=1)
     case_sensitive: bool = False
@@ -33,6 +34,7 @@ class NotContains(Metric):
 
     name = "not_contains"
     summary = "The final answer contains none of the given strings."
+    how_it_scores = "share of the strings (`values`) absent from the final answer"
 
     values: list[str] = Field(min_length=1)
     case_sensitive: bool = False

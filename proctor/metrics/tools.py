@@ -12,6 +12,7 @@ class ToolsCalled(Metric):
 
     name = "tools_called"
     summary = "Every named tool was called at least once."
+    how_it_scores = "share of the named tools called at least once"
 
     tools: list[str] = Field(min_length=1)
 
@@ -28,6 +29,7 @@ class ToolsNotCalled(Metric):
 
     name = "tools_not_called"
     summary = "None of the named tools was called."
+    how_it_scores = "share of the named tools not called"
 
     tools: list[str] = Field(min_length=1)
 

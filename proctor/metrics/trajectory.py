@@ -45,6 +45,11 @@ class TrajectoryMatch(Metric):
     name = "trajectory_match"
     default_threshold = 0.8
     summary = "Tool calls match the expected trajectory (EXACT / IN_ORDER / ANY_ORDER)."
+    how_it_scores = (
+        "share of turns with an expected trajectory whose calls match: EXACT the same calls in order "
+        "and nothing else; IN_ORDER the expected calls in order, others may come between; ANY_ORDER "
+        "each expected call matched by a distinct call; `match_type` EXACT, IN_ORDER or ANY_ORDER"
+    )
 
     match_type: MatchType = MatchType.EXACT
     check_args: bool = True

@@ -84,6 +84,11 @@ class ToolTrajectoryAvgScore(NeedsExpectedConversation):
     name = "tool_trajectory_avg_score"
     default_threshold = 1.0
     summary = "ADK: per-turn tool trajectory match (0 or 1), averaged over all turns."
+    how_it_scores = (
+        "same score as ADK: every turn 1 or 0 (`match_type` EXACT by default, IN_ORDER, ANY_ORDER; "
+        "`ignore_args`), averaged over all turns; a turn with no expected call expects none under "
+        "EXACT and matches anything under IN_ORDER / ANY_ORDER, as in ADK"
+    )
 
     match_type: MatchType = MatchType.EXACT
     ignore_args: bool = False
@@ -131,6 +136,12 @@ class ResponseMatchScore(NeedsExpectedConversation):
     kind = "nlp"
     default_threshold = 0.8
     summary = "ADK: ROUGE-1 F-measure of each turn's answer, averaged over all turns."
+    how_it_scores = (
+        "same score as ADK: ROUGE-1 F per turn averaged over all turns, with ADK 2.13's tokenizer "
+        "(NFKC; CJK and kana one token per character; Thai, Lao, Khmer, Myanmar per base character; "
+        "other scripts by word; ASCII words Porter-stemmed); a turn without an expected answer scores"
+        " 0; `tokenizer: ascii` scores as ADK up to 2.5.0"
+    )
 
     tokenizer: Tokenizer = "adk"
 

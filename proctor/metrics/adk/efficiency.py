@@ -87,6 +87,10 @@ class ToolCallCountV1(AdkEfficiencyMetric):
     name = "tool_call_count_v1"
     unit = "tool calls"
     summary = "ADK, informational: tool calls per turn, averaged over the turns; never passes or fails."
+    how_it_scores = (
+        "same value as ADK, informational (never passes or fails): the turn's tool (function) calls, "
+        "averaged over the turns"
+    )
 
     def turn_value(self, turn: AgentTurn) -> float | None:
         return float(len(turn.tool_calls))
@@ -99,6 +103,12 @@ class InferenceCallCountV1(AdkEfficiencyMetric):
     name = "inference_call_count_v1"
     unit = "inference calls"
     summary = "ADK, informational: model (inference) calls per turn, averaged; never passes or fails."
+    how_it_scores = (
+        "same value as ADK, informational: the turn's model calls, averaged over the turns whose "
+        "agent reported them (ADK agent: the events ADK counts, those with usage metadata or a model "
+        "version; OpenAI agent: one per completion; Python agent: one per `record_usage` call, or "
+        "`model_calls` in its reply; HTTP agent: not known), n/a if none did"
+    )
 
     def turn_value(self, turn: AgentTurn) -> float | None:
         return None if turn.model_calls is None else float(turn.model_calls)
@@ -126,6 +136,13 @@ class TokenUsageV1(AdkEfficiencyMetric):
     unit = "tokens"
     averaging = "summed over the turns that report it and divided by all turns"
     summary = "ADK, informational: input + output tokens per turn, averaged; never passes or fails."
+    how_it_scores = (
+        "same value as ADK, informational: the turn's input + output tokens (ADK agent: prompt + "
+        "tool-use prompt tokens, candidates + thoughts tokens, as ADK counts them; others: prompt + "
+        "completion tokens), summed over the turns that report tokens and divided by all turns, n/a "
+        "if none did; `details` has ADK's breakdown where Proctor records it (input, output, total; "
+        "the finer counts are null)"
+    )
 
     def turn_value(self, turn: AgentTurn) -> float | None:
         return self.turn_details(turn)["total_tokens"]
@@ -160,6 +177,12 @@ class InvocationDurationV1(AdkEfficiencyMetric):
     name = "invocation_duration_v1"
     unit = "seconds"
     summary = "ADK, informational: wall-clock seconds per turn, averaged; never passes or fails."
+    how_it_scores = (
+        "same value as ADK, informational: the turn's wall-clock seconds (the agent's own time, as in"
+        " [The agent's time](../agents.md#the-agents-time): without waiting for a concurrency slot or"
+        " Proctor's own work), each to the millisecond, averaged and rounded to the millisecond; "
+        "ADK's model / tool / framework split is not measured (null)"
+    )
 
     def turn_value(self, turn: AgentTurn) -> float | None:
         return round(turn.latency_ms / 1000, 3)

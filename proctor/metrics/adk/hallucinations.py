@@ -163,6 +163,23 @@ class HallucinationsV1(AdkJudgeOptions):
     unused_judge_options: ClassVar[frozenset[str]] = frozenset({"num_samples", "parallelism_limit"})
     default_threshold = 0.8
     summary = "ADK: share of the answer's sentences a judge finds supported by the turn's context."
+    how_it_scores = (
+        "same as ADK: ADK 2.13.0's two steps and prompts, each sent as ADK sends it: a segmenter "
+        "splits each answer into `<sentence>`s, a validator labels them against ADK's context "
+        "(developer instructions, the user prompt, tool definitions, grounding metadata, then the "
+        "turn's earlier text, `tool_calls` and `tool_outputs`); `supported` and `not_applicable` "
+        "count 1, `unsupported`, `contradictory`, `disputed` 0, other labels are skipped; a turn's "
+        "score is the mean over its checked texts, the case's the mean over turns with a score; "
+        "`evaluate_intermediate_nl_responses` also checks the text given before the answer, each "
+        "against what came before it. With `--agent adk:` the context is ADK's own (the runner "
+        "records the turn's events and each agent's instructions and tools); with any other agent "
+        "Proctor lays its record out as ADK's events (the text before the answer first, then each "
+        "tool call and result as events of their own, author `agent`, or an `openai:` agent's name), "
+        "with an `openai:` agent's instructions and tools as its app details and none for other "
+        'agents ("Agent has no tools.", as ADK\'s context for an invocation without app details); '
+        "attached files and HoloDeck `retrieval_context` are not part of ADK's context and are not "
+        "added. No readable label at all: an error keeping the raw replies"
+    )
 
     evaluate_intermediate_nl_responses: bool = False
 

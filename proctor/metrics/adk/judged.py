@@ -116,6 +116,13 @@ class FinalResponseMatchV2(AdkJudgeOptions):
     template = "adk_final_response_match_v2.j2"
     default_threshold = 0.8
     summary = "ADK: an LLM labels each answer valid/invalid against the reference (majority of 5)."
+    how_it_scores = (
+        "same as ADK: ADK 2.13.0's own judge prompt (sent as ADK sends it, one user message) and "
+        "reply parser; each sample valid / invalid / unreadable (ADK's label spellings: `true`, "
+        "`partially`, the `..._invalid` field); a turn is valid by strict majority of its readable "
+        "samples (`num_samples`, 5; a tie is invalid); score = share of valid turns among turns with "
+        "a readable reply. No readable reply at all: an error keeping the raw replies, never a score"
+    )
 
     num_samples: int = Field(default=5, ge=1, le=10)
     parallelism_limit: int = Field(default=1, ge=1)

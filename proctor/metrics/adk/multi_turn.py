@@ -90,6 +90,15 @@ class RubricBasedMultiTurnTrajectoryQualityV1(AdkRubricMetric):
     name = "rubric_based_multi_turn_trajectory_quality_v1"
     template = "adk_rubric_based_multi_turn_trajectory_quality_v1.j2"
     summary = "ADK: an LLM checks each rubric yes/no on the whole conversation; the share met is the score."
+    how_it_scores = (
+        "same as ADK: ADK 2.13.0's prompt, asked once about the whole conversation (ADK's numbered "
+        "USER / AGENT lines with every tool call and tool output, the agents' instructions and tool "
+        "names, the rubrics as JSON); rubrics of `type` `TRAJECTORY_QUALITY` from the criterion, the "
+        "case and the last invocation (only the last needs them); the same parser and majority of "
+        "`num_samples` (5) per rubric; score = mean of the rubric verdicts. Instructions, tool names "
+        "and the order of text and tool calls within a turn are ADK's with `--agent adk:`; with other"
+        " agents as for `hallucinations_v1`"
+    )
     rubric_type: ClassVar[str] = "TRAJECTORY_QUALITY"
     whole_conversation: ClassVar[bool] = True
 

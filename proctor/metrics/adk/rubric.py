@@ -187,6 +187,21 @@ class RubricBasedFinalResponseQualityV1(AdkRubricMetric):
     name = "rubric_based_final_response_quality_v1"
     template = "adk_rubric_based_final_response_quality_v1.j2"
     summary = "ADK: an LLM checks each rubric yes/no on every answer; the share met is the score."
+    how_it_scores = (
+        "same as ADK: ADK 2.13.0's own prompt (the turn's tool calls and results as ADK's JSON steps;"
+        " the developer instructions of the agent that spoke first and every agent's tool "
+        "declarations, as ADK fills them from the invocation's app details: with `--agent adk:` those"
+        " the runner records, with an `openai:` agent.yaml agent its instructions and tools as ADK "
+        "would record them (function declarations with `parameters_json_schema`), with other agents "
+        'none, so empty instructions and "Agent has no tools.", as ADK for an invocation without app '
+        "details; grounding metadata of `adk:` runs) and its ID / Property / Rationale / Verdict "
+        "parser (a verdict is matched to a rubric by id, else by its normalised text; a partial reply"
+        " is dropped as ADK drops it); rubrics from the criterion (`rubricId`, "
+        "`rubricContent.textProperty`) and from the case and invocations whose `type` is "
+        "`FINAL_RESPONSE_QUALITY` (others named in a warning, as ADK skips them); a threshold alone "
+        "is enough when the case has rubrics; each rubric by majority of `num_samples` (5); score = "
+        "mean of every verdict of every turn, pooled"
+    )
     rubric_type: ClassVar[str] = "FINAL_RESPONSE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:
@@ -216,6 +231,11 @@ class RubricBasedToolUseQualityV1(AdkRubricMetric):
     name = "rubric_based_tool_use_quality_v1"
     template = "adk_rubric_based_tool_use_quality_v1.j2"
     summary = "ADK: an LLM checks each rubric yes/no on every turn's tool use; the share met is the score."
+    how_it_scores = (
+        "same as ADK: ADK 2.13.0's own tool-use prompt (the tool declarations as for "
+        "`rubric_based_final_response_quality_v1`) and the same parser and aggregation, rubrics of "
+        "`type` `TOOL_USE_QUALITY`"
+    )
     rubric_type: ClassVar[str] = "TOOL_USE_QUALITY"
 
     def adk_prompt_variables(self, actual: AgentTurn, rubrics: list[AdkRubric]) -> dict[str, str]:

@@ -157,6 +157,18 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeOptions):
     summary = (
         "ADK: an LLM checks each simulated user message against the scenario; the share valid is the score."
     )
+    how_it_scores = (
+        "same as ADK, on `conversation_scenario` cases only (others are named in a warning; ADK "
+        "reports them not evaluated): the first user message must be the scenario's "
+        "`starting_prompt`; every later one is judged by ADK 2.13.0's prompt against the "
+        "`conversation_plan`, the conversation so far and `stop_signal` (`</finished>` by default; "
+        "`stopSignal`), with the persona's behaviours when the scenario has a `user_persona` (written"
+        " out, or a prebuilt persona's id, read from google-adk: needs the `adk` extra); valid by "
+        "strict majority of `num_samples` (5), no readable reply leaves the turn unscored; then the "
+        "judge is asked whether ending the conversation there was right, and if not the last turn "
+        "fails; score = turns passed over all turns. The simulated user it judges is ADK's (see "
+        "[Simulated users](../agents.md#simulated-users)), persona included"
+    )
     unused_judge_options: ClassVar[frozenset[str]] = frozenset({"parallelism_limit"})  # ADK: one at a time
 
     num_samples: int = Field(default=5, ge=1, le=10)

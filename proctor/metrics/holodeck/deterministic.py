@@ -21,6 +21,10 @@ class Equality(Metric):
 
     name = "equality"
     summary = "The answer equals the expected answer (optionally ignoring case, whitespace, punctuation)."
+    how_it_scores = (
+        "HoloDeck: 1 if the answer equals the expected answer after those normalisations (case folded"
+        " with `casefold`, ASCII punctuation, whitespace collapsed)"
+    )
 
     case_insensitive: bool = False
     strip_whitespace: bool = False
@@ -79,6 +83,11 @@ class Numeric(Metric):
 
     name = "numeric"
     summary = "The answer is a number within absolute or relative tolerance of the expected number."
+    how_it_scores = (
+        'HoloDeck: 1 if the whole answer is a number within tolerance of the expected one ("12, 1557 '
+        'or 99999" is not 1557; use `response_path` for a field of a JSON answer); 0 when either is '
+        "not a number"
+    )
 
     absolute_tolerance: float = Field(default=1e-6, ge=0)
     relative_tolerance: float = Field(default=0.0, ge=0)
@@ -130,6 +139,11 @@ class CodeGrader(Metric):
     name = "code"
     slow_scoring = True  # user code / an embedding model to load
     summary = "Your Python grader ('module:attr' or 'file.py:attr') scores every turn."
+    how_it_scores = (
+        "HoloDeck code grader (`grader`: `module:attr` or `file.py:attr`): called per turn with a "
+        "`GraderContext` (turn input, response, ground truth, tool calls, `turn_config`); returns a "
+        "bool, a 0..1 number or `{score, passed, reason}`; turns averaged"
+    )
 
     grader: str
 

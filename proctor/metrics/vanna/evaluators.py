@@ -95,6 +95,10 @@ class VannaTrajectoryEvaluator(Metric):
     default_threshold = VANNA_PASS_MARK
     own_pass_rule = "it passes at a fixed 0.7 (Vanna 2.0.2: `passed = score >= 0.7`)"
     summary = "Vanna: 1 less 0.5/n per expected tool not called and per forbidden tool called; passes at 0.7."
+    how_it_scores = (
+        "Vanna: 1.0 less `0.5/len(list)` per expected tool (keyword) missing and per forbidden one "
+        "present; passes at 0.7"
+    )
 
     def applies_to(self, ctx: MetricContext) -> bool:
         return has_outcome(ctx)
@@ -144,6 +148,10 @@ class VannaOutputEvaluator(Metric):
     default_threshold = VANNA_PASS_MARK
     own_pass_rule = "it passes at a fixed 0.7 (Vanna 2.0.2: `passed = score >= 0.7`)"
     summary = "Vanna: 1 less 0.5/n per expected keyword missing and per forbidden one present; passes at 0.7."
+    how_it_scores = (
+        "Vanna: 1.0 less `0.5/len(list)` per expected tool (keyword) missing and per forbidden one "
+        "present; passes at 0.7"
+    )
 
     def applies_to(self, ctx: MetricContext) -> bool:
         return has_outcome(ctx)
@@ -187,6 +195,10 @@ class VannaEfficiencyEvaluator(Metric):
     summary = (
         "Vanna: 1 less 0.33 per evaluator limit exceeded (time, tokens), 0.34 over the case's time limit."
     )
+    how_it_scores = (
+        "Vanna: 1.0 less 0.33 per own limit exceeded, 0.34 over the case's `max_execution_time_ms`; "
+        "passes at 0.7"
+    )
 
     max_execution_time_ms: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -229,6 +241,7 @@ class ProctorComponentBounds(Metric):
     summary = (
         "Proctor: the UI components the agent showed, against the case's min/max_components (no verdict)."
     )
+    how_it_scores = "Proctor's own: the case's `min_components`/`max_components`, reported apart, no verdict"
 
     def applies_to(self, ctx: MetricContext) -> bool:
         expected = expected_outcome(ctx)

@@ -77,6 +77,7 @@ class VannaLLMAsJudgeEvaluator(Metric):
     own_pass_rule = "the judge's PASSED line decides (Vanna 2.0.2's rule)"
     template: ClassVar[str] = "vanna_judge.j2"
     summary = "Vanna: an LLM judges the answer against the criteria; its PASSED line decides."
+    how_it_scores = "Vanna: Vanna's prompt; the judge's `PASSED:` line decides, its `SCORE:` is the score"
 
     criteria: str = "The answer is correct, complete and helpful for the user's request."
 
