@@ -382,9 +382,9 @@ def response_format(value: dict[str, Any] | str | None, name: str, base_dir: Pat
     return {"type": "json_schema", "json_schema": {"name": schema_name, "schema": value}}
 
 
-# Keys resolved when used (a key, an MCP tool's `env`, `headers` and `url`: their values never
-# reach an error), or unused.
-_NOT_SUBSTITUTED = {"api_key", "deployment", "observability", "env", "headers", "url"}
+# Keys resolved when used (a key, a password, an MCP tool's `env`, `headers` and `url`: their
+# values never reach an error), or unused.
+_NOT_SUBSTITUTED = {"api_key", "password", "deployment", "observability", "env", "headers", "url"}
 
 
 def substitute(value: Any, missing: list[str]) -> Any:
@@ -398,6 +398,25 @@ def substitute(value: Any, missing: list[str]) -> Any:
     return value
 
 
+def _check_auth_provider(config_path: Path, document: Any) -> None:
+    """An Anthropic model whose auth_provider Proctor cannot use is refused with the field, its
+    line, the reason and what to do (`proctor.agents.providers.AUTH_PROVIDERS`)."""
+    from proctor.agents.providers import auth_problem
+    from proctor.loaders.holodeck.keys import line_of
+
+    model = document.get("model") if isinstance(document, dict) else None
+    if (
+        not isinstance(model, dict)
+        or model.get("provider") != "anthropic"
+        or model.get("auth_provider") is None
+    ):
+        return
+    problem = auth_problem(str(model["auth_provider"]))
+    if problem:
+        line = line_of(str(config_path), "auth_provider")
+        raise ValueError(f"model.auth_provider{f' (line {line})' if line else ''}: {problem}")
+
+
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     from proctor.loaders.documents import read_document
     from proctor.loaders.holodeck.config import with_global_config
@@ -409,6 +428,7 @@ def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     document = substitute(document, missing)
     if missing:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
+    _check_auth_provider(config_path, document)
     agent = OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)
     agent.warnings = [f"{config_path}: {warning}" for warning in agent.warnings]
     return agent

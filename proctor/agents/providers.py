@@ -12,8 +12,7 @@ and API version as the agent would with that model.
   needs some string: a placeholder, never a real key, goes in the header).
 * `anthropic`: Anthropic's OpenAI SDK compatibility endpoint (`https://api.anthropic.com/v1/`)
   with an API key (`api_key`, else `ANTHROPIC_API_KEY`). Only `auth_provider: api_key` can be
-  honoured: Bedrock, Vertex AI and Foundry need their own SDKs and signing, which the `openai`
-  package does not do, so they are refused with that reason.
+  honoured: the others are refused with the reason (`AUTH_PROVIDERS`).
 
 A key goes only to its own provider (`proctor.judges.credentials.resolve_api_key`).
 """
@@ -50,11 +49,45 @@ def provider_problem(model: LLMProvider | None) -> str | None:
     if model.provider == "azure_openai" and not model.endpoint:
         return "provider azure_openai needs an endpoint (the resource URL)"
     if model.provider == "anthropic" and model.auth_provider not in (None, "api_key"):
-        return (
-            f"auth_provider {model.auth_provider!r} cannot be used: Proctor calls Anthropic through its "
-            "OpenAI-compatible endpoint, which takes an API key only (auth_provider: api_key)"
-        )
+        return auth_problem(str(model.auth_provider))
     return None
+
+
+# HoloDeck's `AuthProvider`s (models/claude_config.py) and what its Claude backend does with each
+# (lib/backends/validators.py `validate_credentials`): None where Proctor honours it, else why not
+# and what to do instead. Proctor calls Anthropic through its OpenAI-compatible endpoint with the
+# `openai` package, which sends one bearer API key.
+AUTH_PROVIDERS: dict[str, str | None] = {
+    "api_key": None,
+    "oauth_token": (
+        "HoloDeck hands CLAUDE_CODE_OAUTH_TOKEN (a Claude subscription token from `claude setup-token`) "
+        "to the Claude Code CLI its Claude backend runs; that token is for Claude Code, and Proctor calls "
+        "Anthropic's API itself, which takes an API key"
+    ),
+    "bedrock": "Claude on Amazon Bedrock needs AWS request signing, which the openai package does not do",
+    "vertex": (
+        "Claude on Vertex AI needs Google Cloud credentials and its own API, which the openai package "
+        "does not speak"
+    ),
+    "foundry": (
+        "Claude on Microsoft Foundry needs its own endpoint and Azure credentials, which Proctor "
+        "does not reach"
+    ),
+    "custom": (
+        "HoloDeck sends ANTHROPIC_AUTH_TOKEN to a third-party endpoint speaking Anthropic's Messages API; "
+        "Proctor speaks the OpenAI-compatible chat API (if your endpoint offers one, use provider: openai "
+        "with its endpoint)"
+    ),
+}
+AUTH_WAY_OUT = "set auth_provider: api_key (or remove it) and put the key in ANTHROPIC_API_KEY or api_key"
+
+
+def auth_problem(auth_provider: str) -> str | None:
+    """Why an Anthropic model's auth_provider cannot be used, and what to do (None: it can)."""
+    reason = AUTH_PROVIDERS.get(auth_provider, f"{auth_provider!r} is not one of HoloDeck's auth providers")
+    if reason is None:
+        return None
+    return f"auth_provider {auth_provider!r} cannot be used: {reason}; {AUTH_WAY_OUT}"
 
 
 def _ollama_base_url(endpoint: str | None) -> str:

@@ -56,7 +56,7 @@ GEVAL_PARAMS = {
     "context": "context",
     "retrieval_context": "context",
 }
-_SECRET_KEYS = {"api_key"}  # kept as references: resolved only when a judge is called
+_SECRET_KEYS = {"api_key", "password"}  # kept as references: resolved only where used (a judge, a server)
 
 
 UNUSED_SECTIONS = frozenset({"deployment", "observability"})  # not used to evaluate: not substituted

@@ -125,9 +125,20 @@ def unused_section_warnings(path: Path, document: dict[str, Any]) -> list[str]:
             f"{path}: embedding_provider is not used: HoloDeck embeds with the agent's own model unless its "
             "provider is anthropic"
         )
-    if isinstance(model, dict) and model.get("auth_provider") not in (None, "api_key"):
-        warnings.append(
-            f"{path}: model.auth_provider {model['auth_provider']!r} cannot be used: Proctor reaches "
-            "Anthropic through its OpenAI-compatible endpoint, with an API key only"
-        )
+    for location, mapping in (("model", model), ("evaluations.model", _judge_model(document))):
+        # HoloDeck's LLMProvider warns the same; an anthropic model's is refused when the agent loads
+        if (
+            isinstance(mapping, dict)
+            and mapping.get("auth_provider") is not None
+            and mapping.get("provider") != "anthropic"
+        ):
+            warnings.append(
+                f"{path}: {location}.auth_provider {mapping['auth_provider']!r} has no effect: it is "
+                "only relevant for the anthropic provider"
+            )
     return warnings
+
+
+def _judge_model(document: dict[str, Any]) -> Any:
+    evaluations = document.get("evaluations")
+    return evaluations.get("model") if isinstance(evaluations, dict) else None

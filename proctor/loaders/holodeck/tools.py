@@ -9,6 +9,7 @@ providers that need a cloud account, the settings HoloDeck itself never reads.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,48 @@ def _vectorstore_findings(
     return problems + _database_findings(file, index, tool.database, warnings, where)
 
 
+# What `PROCTOR_KEYWORD_INDEX=in-memory` changes for a tool whose keyword_index is OpenSearch.
+OPENSEARCH_DIFFERS = (
+    "OpenSearch scores each field apart (Lucene BM25, k1 1.2, its standard analyzer) and keeps the best "
+    "field's score times its boost (defined_term x3, parent_chain and section_id x2), while the "
+    "in-memory index (HoloDeck's own in-memory backend: rank_bm25, k1 1.5, the fields repeated for "
+    "weight) scores them as one text, so keyword hits, and the hybrid ranking fused from them, may "
+    "differ from HoloDeck's against a cluster"
+)
+KEYWORD_FALLBACK_ENV = "PROCTOR_KEYWORD_INDEX"
+
+
+def keyword_fallback() -> bool:
+    """Whether the user asked for the in-memory keyword index in place of an OpenSearch one."""
+    return os.environ.get(KEYWORD_FALLBACK_ENV, "").strip().lower() == "in-memory"
+
+
+def _opensearch_findings(
+    file: str, index: int, tool: HierarchicalDocumentTool, warnings: list[str], where: str
+) -> list[Problem]:
+    """An OpenSearch keyword index is a server Proctor does not connect to: refused, unless the
+    user asks for the in-memory index in its place, which the run's warnings then name."""
+    if keyword_fallback():
+        warnings.append(
+            f"{where}: keyword_index 'opensearch' replaced by the in-memory BM25 index, as "
+            f"{KEYWORD_FALLBACK_ENV}=in-memory asks: no connection is made to {tool.keyword_index.endpoint} "
+            f"(index {tool.keyword_index.index_name!r}; endpoint, index_name, username, password, api_key, "
+            f"verify_certs and timeout_seconds are not used). {OPENSEARCH_DIFFERS}"
+        )
+        return []
+    return [
+        Problem(
+            file,
+            f"tools[{index}].keyword_index.provider",
+            f"'opensearch'{_at(file, index, 'keyword_index')} cannot be used: Proctor does not connect to "
+            f"OpenSearch ({tool.keyword_index.endpoint}). Remove keyword_index to use the in-memory BM25 "
+            f"index (HoloDeck's default), or set {KEYWORD_FALLBACK_ENV}=in-memory to use it in this run "
+            "without editing the file (the run's warnings then say so: rankings may differ from "
+            "OpenSearch's)",
+        )
+    ]
+
+
 def _hierarchical_findings(
     file: str,
     index: int,
@@ -225,15 +268,7 @@ def _hierarchical_findings(
     problems = _source_findings(file, index, tool.source)
     problems += _database_findings(file, index, tool.database, warnings, where)
     if tool.keyword_index is not None and tool.keyword_index.provider == "opensearch":
-        problems.append(
-            Problem(
-                file,
-                f"tools[{index}].keyword_index.provider",
-                f"'opensearch'{_at(file, index, 'keyword_index')} cannot be used: Proctor does not "
-                "connect to OpenSearch; remove keyword_index to use the in-memory BM25 index "
-                "(HoloDeck's default)",
-            )
-        )
+        problems += _opensearch_findings(file, index, tool, warnings, where)
     return problems
 
 
