@@ -123,6 +123,11 @@ SETTINGS: tuple[Setting, ...] = (
         "(a warning says the scores are then not HoloDeck's)",
     ),
     Setting(
+        ("PROCTOR_KEYWORD_INDEX",),
+        "`in-memory`: a `hierarchical_document` tool whose `keyword_index` is OpenSearch uses the "
+        "in-memory BM25 index instead of being refused (a warning names it and why rankings may differ)",
+    ),
+    Setting(
         ("PROCTOR_INDEX_CACHE",),
         "where retrieval tools' indexes are kept between runs",
         default=".proctor/cache/indexes",

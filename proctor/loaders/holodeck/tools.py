@@ -9,7 +9,6 @@ providers that need a cloud account, the settings HoloDeck itself never reads.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from proctor.models.holodeck_tools import (
     PromptTool,
     VectorstoreTool,
 )
+from proctor.settings import value
 
 # Providers that exist only as a hosted service: nothing to run without an account.
 CLOUD_ONLY_PROVIDERS = {
@@ -218,7 +218,7 @@ KEYWORD_FALLBACK_ENV = "PROCTOR_KEYWORD_INDEX"
 
 def keyword_fallback() -> bool:
     """Whether the user asked for the in-memory keyword index in place of an OpenSearch one."""
-    return os.environ.get(KEYWORD_FALLBACK_ENV, "").strip().lower() == "in-memory"
+    return (value(KEYWORD_FALLBACK_ENV) or "").lower() == "in-memory"
 
 
 def _opensearch_findings(
