@@ -57,16 +57,40 @@ async def evaluate(request: EvaluationRequest) -> RunSummary:
     could not complete (no suite, no database, any error) tells Slack, per the notify
     policy, before it fails.
     """
-    refuse_literal_password(request.database_url)  # from a deployment or the API: stored by Prefect
     try:
+        refuse_literal_password(request.database_url)  # from a deployment or the API: stored by Prefect
         with noting_sigterm():  # Prefect raises its own signal for it; the CLI tells a stop apart
             summary = await evaluate_request(request, PrefectSteps())
     except Exception as error:
-        get_run_logger().error("the run did not complete: %s", error)
+        logger = get_run_logger()
+        logger.error("the run of %s could not complete: %s", request.suite, one_line(error))
+        logger.debug("where it was raised", exc_info=error)  # PREFECT_LOGGING_LEVEL=DEBUG shows it
         if request.slack is not None and not getattr(error, "notified", False):
             await notify_unfinished_task(request, str(error))
-        raise
+        return did_not_complete(error)
     return await gate_state(summary)  # type: ignore[no-any-return]
+
+
+def one_line(error: BaseException) -> str:
+    """An error as one log line: a suite's several problems joined by '; '."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
+def did_not_complete(error: Exception) -> Any:
+    """The flow run's Failed state for a run that could not complete, returned rather than
+    raised: Prefect logs a raised exception's whole traceback into the flow run's logs
+    ("Encountered exception during execution"), where the one line above says it all. The
+    state carries the error, so an in-process caller (`run_evaluation`, the CLI) still gets
+    it raised. A flow run with retries left raises it instead: Prefect retries only a raised
+    error in the same process (a returned Failed state would be left AwaitingRetry)."""
+    from prefect.context import FlowRunContext
+    from prefect.states import Failed
+
+    context = FlowRunContext.get()
+    run = context.flow_run if context else None
+    if run is not None and (run.run_count or 1) <= (run.empirical_policy.retries or 0):
+        raise error
+    return Failed(message=one_line(error), data=error)
 
 
 def refuse_literal_password(url: str | None) -> None:

@@ -182,14 +182,50 @@ def test_nightly_run_on_a_worker_stores_results_compares_and_posts_to_slack(
     assert TOKEN not in text
 
 
-def test_flow_run_of_a_missing_suite_fails_visibly(service: dict[str, Any], tmp_path: Path) -> None:
-    request = {
-        "suite": f"examples/{uuid.uuid4().hex}.evalset.json",
-        "database_url": f"sqlite:///{tmp_path}/r.db",
-    }
+def _flow_run_logs(service: dict[str, Any], flow_run_id: Any) -> list[str]:
+    """The flow run's log lines as the UI's Logs tab shows them (read through the API), once
+    Prefect's last line for the run ("Finished in state …") has arrived."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.sorting import LogSort
+
+    deadline = time.monotonic() + 60
+    while True:
+        with _client(service["api"]) as client:
+            logs = client.read_logs(
+                LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])), sort=LogSort.TIMESTAMP_ASC
+            )
+        lines = [log.message for log in logs]
+        if any(line.startswith("Finished in state") for line in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(1)
+
+
+@pytest.mark.parametrize(
+    ("suite", "database", "said"),
+    [
+        (f"examples/{uuid.uuid4().hex}.evalset.json", None, "file not found"),
+        ("INVALID", None, "eval_cases"),
+        ("examples/weather/weather.evalset.json", "postgresql://proctor@127.0.0.1:9/proctor", "127.0.0.1:9"),
+    ],
+    ids=["missing suite", "invalid suite", "unreachable database"],
+)
+def test_a_run_that_cannot_start_fails_with_one_line_in_its_logs(
+    service: dict[str, Any], tmp_path: Path, suite: str, database: str | None, said: str
+) -> None:
+    """What the command line prints for a run that cannot start is what the flow run's logs say:
+    one line naming the problem, no traceback (README: Operating Proctor as a service)."""
+    if suite == "INVALID":
+        suite = str(tmp_path / "broken.evalset.json")
+        Path(suite).write_text(json.dumps({"eval_set_id": "broken"}))
+    request = {"suite": suite, "database_url": database or f"sqlite:///{tmp_path}/r.db"}
     flow_run = _trigger_and_wait(service, "evaluate", request)
     assert flow_run.state.type.value == "FAILED"
-    assert "file not found" in (flow_run.state.message or "")
+    assert said in (flow_run.state.message or "")
+    lines = _flow_run_logs(service, flow_run.id)
+    assert not [line for line in lines if "Traceback" in line or "\n  File " in line], lines
+    errors = [line for line in lines if said in line and not line.startswith("Finished in state")]
+    assert len(errors) == 1 and "\n" not in errors[0], lines
+    assert errors[0].startswith(f"the run of {suite} could not complete: "), errors
 
 
 def test_two_workers_share_the_pool_and_one_postgresql_database(
