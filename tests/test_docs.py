@@ -1,12 +1,15 @@
-"""The manual is run, not just read: every YAML and JSON example in README.md and docs/ parses,
-every shell example is valid bash, the generated reference tables match the code, and the site
-builds in MkDocs' strict mode (no broken link, anchor or page left out of the nav)."""
+"""The manual is run, not just read: every YAML and JSON example in README.md and docs/ parses
+(and those that are whole files, a dataset, an agent file, an ADK config, validate), every shell
+example is valid bash and every Python one compiles, the generated reference tables match the
+code, and the site builds in MkDocs' strict mode (no broken link, anchor or page left out of
+the nav)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +138,53 @@ def test_the_site_builds_in_strict_mode(tmp_path: Path) -> None:
     metrics = (site / "metrics" / "index.html").read_text(encoding="utf-8")
     assert "tool_trajectory_avg_score" in metrics and "LLMAsJudgeEvaluator" in metrics
     assert "PROCTOR_DB_RETRY_S" in (site / "configuration" / "index.html").read_text(encoding="utf-8")
+
+
+PYTHON_BLOCKS = [block for block in BLOCKS if block[1] == "python"]
+
+
+@pytest.mark.parametrize(("page", "kind", "text", "line"), PYTHON_BLOCKS, ids=_ids(PYTHON_BLOCKS))
+def test_every_python_example_compiles(page: str, kind: str, text: str, line: int) -> None:
+    try:
+        compile(text, f"{page}:{line}", "exec")
+    except SyntaxError as error:
+        pytest.fail(f"{page} line {line}: the python example does not compile: {error}")
+
+
+def _block(page: str, kind: str, starts: str) -> str:
+    found = [text for name, k, text, _ in BLOCKS if name == page and k == kind and text.startswith(starts)]
+    assert len(found) == 1, f"{page}: expected one {kind} example starting {starts!r}, found {len(found)}"
+    return found[0]
+
+
+def _validate(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    from proctor.cli import EXIT_PASSED, main
+
+    status = main(["validate", str(path)])
+    out = capsys.readouterr()
+    assert status == EXIT_PASSED, out.out + out.err
+    return out.out
+
+
+def test_the_readmes_dataset_and_the_http_agent_example_validate_as_whole_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's Vanna dataset with the agents chapter's `http:endpoint.yaml`: the suite
+    loads, the agent file's URL, templates and `${AGENT_TOKEN}` header check out."""
+    monkeypatch.setenv("AGENT_TOKEN", "token-for-the-test")
+    (tmp_path / "orders.dataset.yaml").write_text(_block("README.md", "yaml", "dataset:"))
+    (tmp_path / "endpoint.yaml").write_text(_block("docs/agents.md", "yaml", "url:"))
+    assert "orders.dataset.yaml: valid vanna suite" in _validate(tmp_path, capsys)
+
+
+def test_the_adk_test_config_example_is_accepted_beside_an_adk_eval_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import ADK_DATA
+
+    monkeypatch.setenv("PROCTOR_JUDGE_API_KEY", "key-for-the-test")  # its judges need one
+    suite = tmp_path / "dice_agent"
+    shutil.copytree(ADK_DATA / "dice_agent", suite)
+    (suite / "test_config.json").write_text(_block("docs/suites/adk.md", "json", "{"))
+    out = _validate(suite / "dice.test.json", capsys)
+    assert "hallucinations_v1" in out and "rubric_based_multi_turn_trajectory_quality_v1" in out
