@@ -5,8 +5,8 @@ user simulator's config (simulation/llm_backed_user_simulator.py
 `LlmBackedUserSimulatorConfig`), and EvalConfig's `live_model_config` and `custom_metrics`.
 
 Keys are ADK's, in snake_case or camelCase. An unknown key is an error, as it is in ADK (whose
-models forbid extra fields here too). What Proctor does with every field is in the README's
-ADK section; `proctor.judges.genai_config` turns a GenerateContentConfig into a judge call.
+models forbid extra fields here too). What Proctor does with every field is in docs/suites/adk.md
+(`test_config.json`); `proctor.judges.genai_config` turns a GenerateContentConfig into a judge call.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ has no effect, or refuses the file with the reason) is decided by
 
 One deliberate widening: a `function` tool may be written in Proctor's own form (`function:
 tools.py:name` without `file`, no `description`, a JSON-schema `parameters`, or no `function`
-at all for canned results), which the README documents for `openai:` agents.
+at all for canned results), which docs/agents.md documents for `openai:` agents.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `proctor` command: exit codes, messages, and the README's main command for real."""
+"""The `proctor` command: exit codes, messages, and the README's run command for real."""
 
 from __future__ import annotations
 

@@ -213,7 +213,7 @@ def test_a_run_that_cannot_start_fails_with_one_line_in_its_logs(
     service: dict[str, Any], tmp_path: Path, suite: str, database: str | None, said: str
 ) -> None:
     """What the command line prints for a run that cannot start is what the flow run's logs say:
-    one line naming the problem, no traceback (README: Operating Proctor as a service)."""
+    one line naming the problem, no traceback (docs/service.md: Operating Proctor as a service)."""
     if suite == "INVALID":
         suite = str(tmp_path / "broken.evalset.json")
         Path(suite).write_text(json.dumps({"eval_set_id": "broken"}))
