@@ -199,3 +199,19 @@ class HistoryReset(SQLModel, table=True):
     variant: str | None = None  # None: every variant
     reset_at: datetime = _timestamp()
     reason: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class QuotaShareRow(SQLModel, table=True):
+    """The request and token budget of one model endpoint and key, shared by every process that
+    calls it with this results database (`proctor.calls.quota_share`): a token bucket, its
+    levels as of `at`, taken from in small grants by compare-and-swap on `version`."""
+
+    __tablename__ = "quota_share"
+
+    budget: str = Field(primary_key=True, max_length=64)  # a hash of endpoint and key, never the key
+    endpoint: str = Field(default="", max_length=500)  # for a reader: the endpoint without query
+    requests: float = 0.0  # requests the bucket holds at `at`
+    tokens: float = 0.0  # tokens it holds (negative: spent ahead, by answers larger than estimated)
+    at: float = 0.0  # epoch seconds
+    paused_until: float = 0.0  # epoch seconds: a 429's Retry-After, for every process
+    version: int = 0

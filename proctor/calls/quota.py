@@ -16,14 +16,17 @@ Requests are paced evenly at a little under the known rate (a burst would spend 
 quota in its first seconds), and a request's tokens are estimated from its body until the
 answer's `usage` corrects the tally. The budget is asyncio with a thread lock, so the
 process's event loops (Proctor's and the agents' own) share it; the HTTP side is
-`proctor.calls.quota_http`, which every model client of a run is given. It is per process: workers
-on other machines or processes do not share it (yet).
+`proctor.calls.quota_http`, which every model client of a run is given. Other processes
+calling the same endpoint and key (workers, Dask workers, a second `proctor run`) take their
+part of a known rate from one token bucket in the results database
+(`proctor.calls.quota_share`), so together they stay within it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import re
 import threading
@@ -32,7 +35,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.calls import quota_share
 from proctor.calls.call_clock import waiting_for_turn
+from proctor.calls.quota_share import GRANT_S, Answer, QuotaShare
 from proctor.models.quota import DEFAULT_PATIENCE_S, QuotaLimit, normalized_endpoint
 
 QUOTA_ERROR = "the provider's rate limit:"  # how a call refused past the patience is worded
@@ -187,9 +192,16 @@ class QuotaBudget:
     """The shared budget of one endpoint and key, on one event loop."""
 
     def __init__(
-        self, endpoint: str, *, stated: QuotaLimit | None = None, patience_s: float = DEFAULT_PATIENCE_S
+        self,
+        endpoint: str,
+        *,
+        stated: QuotaLimit | None = None,
+        patience_s: float = DEFAULT_PATIENCE_S,
+        share: QuotaShare | None = None,
     ):
         self.endpoint = endpoint
+        self.share = share  # the other processes' part of the quota, through the results database
+        self._ahead: set[asyncio.Future[None]] = set()  # grants asked for before they are needed
         self.stated_rpm = stated.rpm if stated else None
         self.stated_tpm = stated.tpm if stated else None
         self.patience_s = patience_s
@@ -267,31 +279,85 @@ class QuotaBudget:
 
     async def _take_turn(self, me: _Waiter, tokens: float) -> None:
         while True:
-            delay = 0.0
+            delay, refill = 0.0, False
             with self._lock:
                 first = self._queue[0] is me
                 if first:
                     now = time.monotonic()
                     requests, token_pacer = self._pacers()
+                    share = self._share_in_use(now)
+                    if share is not None and share.pause_to_share and not share.refilling:
+                        share.refilling = refill = True  # a 429's pause, for the other processes
                     delay = max(
                         self.paused_until - now,
                         requests.delay(1, now) if requests else 0.0,
                         token_pacer.delay(tokens, now) if token_pacer else 0.0,
                     )
-                    if delay <= 0 and self.in_flight < int(self.window):
-                        self._queue.popleft()
-                        if requests:
-                            requests.spend(1, now)
-                        if token_pacer:
-                            token_pacer.spend(tokens, now)
-                        self.in_flight += 1
-                        self._wake_first()
-                        return
+                    if not refill and delay <= 0 and self.in_flight < int(self.window):
+                        if share is None or share.covers(
+                            tokens, now, rpm=requests is not None, tpm=token_pacer is not None
+                        ):
+                            self._queue.popleft()
+                            if requests:
+                                requests.spend(1, now)
+                            if token_pacer:
+                                token_pacer.spend(tokens, now)
+                            if share is not None:
+                                share.spend(tokens)
+                                if share.running_low(now) and self._queue:  # the next grant, ahead
+                                    share.refilling = True
+                                    ahead = asyncio.ensure_future(self._refill(tokens))
+                                    self._ahead.add(ahead)
+                                    ahead.add_done_callback(self._ahead.discard)
+                            self.in_flight += 1
+                            self._wake_first()
+                            return
+                        if share.refilling:  # another loop's first call is asking: until woken
+                            pass
+                        elif now < share.retry_at:  # the shared bucket was empty: ask again then
+                            delay = share.retry_at - now
+                        else:
+                            share.refilling = refill = True
                 woken = me.arm()
-            if first and delay > 0:
+            if refill:
+                await self._refill(tokens)
+                continue
+            elif first and delay > 0:
                 await asyncio.sleep(delay)
             else:  # behind others, or the window is full: until woken
                 await woken
+
+    def _share_in_use(self, now: float) -> QuotaShare | None:
+        """(Under the lock.) The database's bucket, when the rate is known and it works."""
+        share = self.share
+        if share is None or not share.usable(now) or (self._requests is None and self._tokens is None):
+            return None
+        return share
+
+    async def _refill(self, tokens: float) -> None:
+        """One round trip to the shared bucket, off the loop, for the calls waiting here."""
+        share = self.share
+        assert share is not None
+        with self._lock:
+            rpm = self._requests.per_minute if self._requests else None
+            tpm = self._tokens.per_minute if self._tokens else None
+            wanted = max(1, min(len(self._queue), math.ceil((rpm or 0) / 60 * GRANT_S)))
+        answer: Answer | None = None
+        try:
+            answer = await asyncio.to_thread(
+                share.ask, rpm=rpm, tpm=tpm, requests=wanted, tokens=wanted * tokens
+            )
+        except Exception as error:  # the database is not the provider: pace alone for a while
+            with self._lock:
+                share.broke(error, time.monotonic())
+        finally:  # (also when the caller gave up meanwhile: the next in line asks again)
+            with self._lock:
+                if answer is not None:
+                    now = time.monotonic()
+                    share.take(answer, wanted, now)
+                    self.paused_until = max(self.paused_until, now + (answer.paused_until - time.time()))
+                share.refilling = False
+                self._wake_first()
 
     def _wake_first(self) -> None:
         """(Under the lock.) Tell the first in line to look again."""
@@ -338,6 +404,8 @@ class QuotaBudget:
             self.stats.tokens += used
             if self._tokens is not None:
                 self._tokens.spend(used - estimated, now)
+                if self.share is not None:
+                    self.share.owe(used - estimated)
         self._pause_s = UNKNOWN_PAUSE_S
         # additive increase: the window grows while calls succeed (by one per call until the
         # first 429, then by one per window's worth of calls)
@@ -357,6 +425,8 @@ class QuotaBudget:
             pause, self._pause_s = self._pause_s, min(MAX_PAUSE_S, self._pause_s * 2)
         pause = min(pause, MAX_PAUSE_S)
         self.paused_until = max(self.paused_until, now + pause)
+        if self.share is not None:
+            self.share.pause_to_share = max(self.share.pause_to_share, time.time() + pause)
         if self.slow_start or now - self._last_decrease > 1.0:  # one decrease per burst of 429s
             self._last_decrease = now
             self.slow_start = False
@@ -412,6 +482,7 @@ class QuotaSettings:
 
     limits: list[QuotaLimit] = field(default_factory=list)
     patience_s: float = DEFAULT_PATIENCE_S
+    share_url: str | None = None  # the results database other processes share the quota through
 
     def stated(self, endpoint: str) -> QuotaLimit | None:
         matching = [limit for limit in self.limits if limit.matches(endpoint)]
@@ -424,12 +495,18 @@ _budgets: dict[tuple[str, str], QuotaBudget] = {}
 _registry_lock = threading.Lock()
 
 
-def configure(limits: list[QuotaLimit] | None = None, patience_s: float | None = None) -> None:
+def configure(
+    limits: list[QuotaLimit] | None = None, patience_s: float | None = None, share_url: str | None = None
+) -> None:
     """The stated limits and patience for budgets made from now on in this process (a run
-    calls it when it starts; budgets already made keep learning, with the new stated limits)."""
+    calls it when it starts; budgets already made keep learning, with the new stated limits),
+    and the results database through which every process calling the same endpoint and key
+    shares its quota (`proctor.calls.quota_share`; None: this process alone)."""
     global _settings
     _settings = QuotaSettings(
-        list(limits or []), patience_s if patience_s is not None else DEFAULT_PATIENCE_S
+        list(limits or []),
+        patience_s if patience_s is not None else DEFAULT_PATIENCE_S,
+        share_url if quota_share.enabled() else None,
     )
     for (endpoint, _key), budget in list(_budgets.items()):
         stated = _settings.stated(endpoint)
@@ -455,7 +532,10 @@ def budget_for(endpoint: str, key_id: str) -> QuotaBudget:
         budget = _budgets.get(index)
         if budget is None:
             stated = _settings.stated(endpoint)
-            budget = _budgets[index] = QuotaBudget(endpoint, stated=stated, patience_s=_settings.patience_s)
+            share = QuotaShare(_settings.share_url, endpoint, key_id) if _settings.share_url else None
+            budget = _budgets[index] = QuotaBudget(
+                endpoint, stated=stated, patience_s=_settings.patience_s, share=share
+            )
         return budget
 
 

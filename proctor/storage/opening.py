@@ -183,14 +183,23 @@ def create_schema(engine: Engine) -> list[str]:
     the catalog, and two processes adding one column would both try. Anything already there is
     left alone."""
     from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
 
-    with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
-        SQLModel.metadata.create_all(connection)
-        added = add_missing_columns(connection)
-        add_missing_indexes(connection)
-        return added
+    for attempt in range(3):
+        try:
+            with engine.begin() as connection:
+                if engine.dialect.name == "postgresql":
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                SQLModel.metadata.create_all(connection)
+                added = add_missing_columns(connection)
+                add_missing_indexes(connection)
+                return added
+        except OperationalError as error:
+            # SQLite: two processes opening a new file at once both saw no table; the one that
+            # lost finds it there when it looks again
+            if attempt == 2 or "already exists" not in str(error):
+                raise
+    raise AssertionError("unreachable")
 
 
 def add_missing_indexes(connection: Connection) -> None:
