@@ -108,6 +108,12 @@ SETTINGS: tuple[Setting, ...] = (
         shown="unset (learned from the provider)",
     ),
     Setting(
+        ("PROCTOR_SHARED_QUOTA",),
+        "`0` paces each process alone; by default every process using the same results database "
+        "shares one endpoint and key's quota (its `quota_share` table)",
+        default="1",
+    ),
+    Setting(
         ("PROCTOR_STORED_FILE_CHARS",),
         "how much of each processed file's markdown a case row keeps (shown in report.json; 0 keeps none)",
         default="20000",

@@ -29,12 +29,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from proctor.models.quota import normalized_endpoint
+from proctor.settings import value
 
 log = logging.getLogger("proctor.calls.quota")
 
@@ -47,7 +47,7 @@ CAS_TRIES = 20
 
 
 def enabled() -> bool:
-    return os.environ.get("PROCTOR_SHARED_QUOTA", "1").strip().lower() not in ("0", "false", "no", "off")
+    return (value("PROCTOR_SHARED_QUOTA") or "1").lower() not in ("0", "false", "no", "off")
 
 
 def budget_key(endpoint: str, key_id: str) -> str:
