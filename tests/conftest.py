@@ -23,6 +23,13 @@ POSTGRES_ENV = "PROCTOR_TEST_POSTGRES_URL"
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 
+# Prefect configures logging (`logging.config.dictConfig`) when it is first imported, and that
+# closes every handler already installed. absl's handler (rouge-score installs it) then closes
+# the stream it holds: under pytest, pytest's capture of that moment, and a later test's output
+# fails with "I/O operation on closed file". Configured here, first, the order tests run in
+# cannot decide it.
+import prefect.main  # noqa: E402,F401
+
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
