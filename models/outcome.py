@@ -71,6 +71,12 @@ class ScoredMetric(MetricResult):
         return MetricResult.model_validate(self.model_dump(include=set(MetricResult.model_fields)))
 
 
+# The turn metadata key under which an agent names the tools whose results are retrieved
+# context (HoloDeck's vectorstore, hierarchical_document and `is_retrieval` MCP tools): what
+# HoloDeck's RAG judges are shown as `retrieval_context` (`proctor.metrics.base.MetricContext`).
+RETRIEVAL_TOOLS = "retrieval_tools"
+
+
 class AgentTurn(BaseModel):
     """What the agent did with one user message."""
 

@@ -35,6 +35,7 @@ from proctor.agents.tools import (
     RunScope,
     ToolBox,
     ToolContext,
+    retrieval_tool_names,
 )
 from proctor.calls.call_clock import WaitLedger, counting_waits
 from proctor.calls.quota import quota_error
@@ -43,6 +44,7 @@ from proctor.env import expand_env
 from proctor.judges.credentials import redact
 from proctor.loaders.references import resolve_relative_target
 from proctor.models.holodeck import LLMProvider
+from proctor.models.outcome import RETRIEVAL_TOOLS
 from proctor.user_code import load_python_target
 
 
@@ -177,6 +179,10 @@ class OpenAIToolAgent:
         }
         self.schemas = [self._schema(tool) for tool in config.tools if tool.name not in self.runner_tools]
         self.app_details = adk_app_details(config.name, self.instructions, self.schemas)
+        # whose results HoloDeck's RAG judges read as the retrieval context (MetricContext)
+        self.retrieval_tools = retrieval_tool_names(
+            tool.model_dump(exclude_unset=True) for tool in config.tools
+        )
         self.response_format = response_format(config.response_format, config.name, base_dir)
         self.base_url = base_url_of(config.model)
         # the provider's client is made here once, so what it cannot do is refused before any case runs
@@ -322,7 +328,10 @@ class OpenAIToolAgent:
                     if toolbox is None
                     else adk_app_details(self.config.name, self.instructions, schemas)
                 )
-                return AgentResponse(answer=message.content or "", metadata={"adk_app_details": app_details})
+                metadata: dict[str, Any] = {"adk_app_details": app_details}
+                if self.retrieval_tools:
+                    metadata[RETRIEVAL_TOOLS] = self.retrieval_tools
+                return AgentResponse(answer=message.content or "", metadata=metadata)
             messages.append(message.model_dump(exclude_none=True))
             for tool_call in message.tool_calls:
                 try:

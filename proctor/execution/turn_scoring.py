@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor.metrics import BoundMetric, Metric, MetricContext, score_case
+from proctor.metrics.base import retrieval_results
 from proctor.metrics.holodeck.expected_tools import check_expected_tools
 from proctor.metrics.tools import tools_matched
 from proctor.models.case import Case, ExpectedTool, MetricSpec, Turn
@@ -114,6 +115,7 @@ async def _score_turns(case: Case, outcome: CaseOutcome, bind: Binder) -> None:
             processed_files=case.turn_files(expected.turn_id, outcome.processed_files),
             agent_ms=actual.latency_ms,
             turn_offset=number,
+            earlier_retrieval=tuple(retrieval_results(outcome.turns[:number])),
         )
         actual.expected_response = expected.expected_response
         actual.tools_matched, actual.tool_problems = check_expected_tools(

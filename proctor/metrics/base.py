@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from proctor.models.agentflow import ToolCall
 from proctor.models.case import Case
 from proctor.models.holodeck import ProcessedFileInput
-from proctor.models.outcome import AgentTurn
+from proctor.models.outcome import RETRIEVAL_TOOLS, AgentTurn
 
 if TYPE_CHECKING:
     from proctor.judges import Judge
@@ -37,6 +37,9 @@ class MetricContext:
     # Why the agent failed, when a case is scored after its agent failed (Vanna's evaluators
     # score such a case: `AgentResult.error`); None when the agent answered.
     agent_error: str | None = None
+    # What retrieval tools returned in a conversation's earlier turns, when scored per turn:
+    # HoloDeck keeps it for the session, so a later turn's RAG metrics still have it.
+    earlier_retrieval: tuple[str, ...] = ()
 
     @property
     def final_response(self) -> str:
@@ -63,6 +66,14 @@ class MetricContext:
         return "\n\n".join(parts)
 
     @property
+    def retrieval_context(self) -> list[str]:
+        """HoloDeck's `retrieval_context` for its RAG judges: the chunks the case (or turn) states,
+        else what the agent's retrieval tools returned (`retrieval_results`), in this turn and the
+        conversation's earlier ones. Other tools' results and attached files are not in it."""
+        stated = [chunk for turn in self.case.turns for chunk in turn.retrieval_context or []]
+        return stated or [*self.earlier_retrieval, *retrieval_results(self.turns)]
+
+    @property
     def tool_names(self) -> list[str]:
         return [call.name for call in self.tool_calls]
 
@@ -72,6 +83,23 @@ class MetricContext:
             (expected, self.turns[index] if index < len(self.turns) else None)
             for index, expected in enumerate(self.case.turns)
         ]
+
+
+def retrieval_results(turns: list[AgentTurn]) -> list[str]:
+    """The results of the calls each turn's agent names as retrieval (`RETRIEVAL_TOOLS` in the
+    turn's metadata), as HoloDeck's `build_retrieval_context_from_tools` takes them: a text as it
+    is, a list item by item; empty results and other shapes are left out."""
+    found: list[str] = []
+    for turn in turns:
+        names = set(turn.metadata.get(RETRIEVAL_TOOLS) or ())
+        for call in turn.tool_calls:
+            if call.name not in names or not call.result:
+                continue
+            if isinstance(call.result, str):
+                found.append(call.result)
+            elif isinstance(call.result, list):
+                found += [str(item) for item in call.result if item is not None and str(item)]
+    return found
 
 
 @dataclass

@@ -240,6 +240,11 @@ class RubricBased(JudgeMetric):
         return score
 
 
+def retrieval_text(ctx: MetricContext) -> str:
+    """HoloDeck's retrieval_context as the judge reads it: the chunks, one after another."""
+    return "\n\n".join(ctx.retrieval_context)
+
+
 class QualityMetric(JudgeMetric):
     """One quality dimension judged against a fixed definition (Azure AI / DeepEval style).
 
@@ -255,21 +260,36 @@ class QualityMetric(JudgeMetric):
     uses_context: ClassVar[bool] = False
     uses_expected: ClassVar[bool] = False
 
+    # The context shown to the judge: `all` the case's retrieval_context, files and every tool
+    # result; `retrieval` only HoloDeck's retrieval_context (the case's, else what retrieval
+    # tools returned: `MetricContext.retrieval_context`), as its RAG metrics are given.
+    context_from: Literal["all", "retrieval"] = "all"
+
     def applies_to_case(self, case: Case) -> bool:
         return not (self.uses_expected and not case.ground_truth)
 
+    def _context(self, ctx: MetricContext) -> str:
+        if self.context_from == "retrieval":
+            return retrieval_text(ctx)
+        return ctx.context_text
+
     def applies_to(self, ctx: MetricContext) -> bool:
-        return self.applies_to_case(ctx.case) and not (self.uses_context and not ctx.context_text)
+        # no context to judge against: not scored (HoloDeck skips a RAG metric with no retrieval)
+        return self.applies_to_case(ctx.case) and not (self.uses_context and not self._context(ctx))
 
     def prompt_variables(self, ctx: MetricContext) -> dict[str, Any]:
-        return {
+        variables = {
             "quality": self.quality,
             "definition": self.definition,
             "best": self.best,
             "worst": self.worst,
             "uses_context": self.uses_context,
             "uses_expected": self.uses_expected,
+            "context_label": "documents and tool results",
         }
+        if self.context_from == "retrieval":
+            variables |= {"context": retrieval_text(ctx), "context_label": "retrieved context"}
+        return variables
 
 
 class Groundedness(QualityMetric):
@@ -356,7 +376,7 @@ class FactualAccuracy(QualityMetric):
     uses_expected = True
 
 
-GEvalParam = Literal["input", "actual_output", "expected_output", "context"]
+GEvalParam = Literal["input", "actual_output", "expected_output", "context", "retrieval_context"]
 
 
 class GEval(JudgeMetric):
@@ -372,7 +392,9 @@ class GEval(JudgeMetric):
     how_it_scores = (
         "G-Eval: the judge grades the answer against your `criteria`, following the "
         "`evaluation_steps` (optional: the judge writes them from the criteria first, as DeepEval "
-        "does); `evaluation_params` any of `input`, `actual_output`, `expected_output`, `context`"
+        "does); `evaluation_params` any of `input`, `actual_output`, `expected_output`, `context` "
+        "(files and every tool result), `retrieval_context` (HoloDeck's: the case's, else what "
+        "retrieval tools returned)"
     )
 
     criteria: str = Field(min_length=1)
@@ -407,6 +429,7 @@ class GEval(JudgeMetric):
             "criteria": self.criteria,
             "steps": self.evaluation_steps or [],
             "params": self.evaluation_params,
+            "retrieval_context": retrieval_text(ctx),
         }
 
 

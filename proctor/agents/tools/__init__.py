@@ -1,7 +1,7 @@
 """Tools an agent's tool loop runs besides Python functions: the runner contract, the
 registry of kinds, and their per-run lifetime."""
 
-from proctor.agents.tools.registry import HOLODECK_TOOL_TYPES, RUNNERS
+from proctor.agents.tools.registry import HOLODECK_TOOL_TYPES, RUNNERS, retrieval_tool_names
 from proctor.agents.tools.runner import (
     RunnerFactory,
     ToolCallError,
@@ -23,4 +23,5 @@ __all__ = [
     "ToolContext",
     "ToolOpenError",
     "ToolRunner",
+    "retrieval_tool_names",
 ]

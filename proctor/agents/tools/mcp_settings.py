@@ -191,8 +191,10 @@ def _warn_unused(tool: McpEntry, warn: Callable[[str], None]) -> None:
             warn(f"{prefix}: {field} has no effect with transport {tool.transport} ({what})")
     if tool.is_retrieval:
         warn(
-            f"{prefix}: is_retrieval has no effect: Proctor's judges see every tool's results as "
-            "the answer's context, marked or not"
+            f"{prefix}: is_retrieval counts, as in HoloDeck, only a call named exactly {tool.name!r} (the "
+            "entry's name) as retrieval: HoloDeck compares call names with the entry's name, and the "
+            "server's tools keep their own names, so their results are not in the RAG judges' "
+            "retrieval_context unless one of them is named so"
         )
     if not tool.load_tools:
         warn(

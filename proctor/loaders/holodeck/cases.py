@@ -54,7 +54,7 @@ GEVAL_PARAMS = {
     "actual_output": "actual_output",
     "expected_output": "expected_output",
     "context": "context",
-    "retrieval_context": "context",
+    "retrieval_context": "retrieval_context",
 }
 _SECRET_KEYS = {"api_key", "password"}  # kept as references: resolved only where used (a judge, a server)
 
@@ -145,6 +145,8 @@ def metric_from_typed(
             )
             return None
         entry["metric"] = RAG_METRICS[metric_type]
+        if metric_type == "faithfulness":  # DeepEval's faithfulness reads the retrieval_context only
+            entry["context_from"] = "retrieval"
     elif kind == "code":
         entry["metric"] = "code"
         if "name" in entry:

@@ -82,7 +82,8 @@ def test_typed_metrics_map_onto_the_registry(agent_dir: Path) -> None:
     assert conversation.turns[0].metrics is None
     assert [(spec.name, spec.label) for spec in conversation.turns[1].metrics] == [("code", "Turn program")]
     geval = conversation.metrics[0]
-    assert geval.args["evaluation_params"] == ["actual_output", "input", "context"]  # as given
+    # as given; retrieval_context is HoloDeck's (the retrieval tools' results), not every tool result
+    assert geval.args["evaluation_params"] == ["actual_output", "input", "retrieval_context"]
     assert geval.model.name == "gpt-4o-mini"
     assert conversation.metrics[4].args == {"values": ["USD"]}  # ${CURRENCY} substituted
     assert any("contextual_recall" in w and "not supported yet" in w for w in suite.warnings)

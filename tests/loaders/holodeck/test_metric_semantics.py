@@ -64,7 +64,7 @@ def test_geval_defaults_to_the_answer_alone_and_half_marks(tmp_path: Path) -> No
         """,
     )
     assert specs["Tone"].args["evaluation_params"] == ["actual_output"]  # GEvalMetric's default
-    assert specs["Facts"].args["evaluation_params"] == ["input", "context", "expected_output"]
+    assert specs["Facts"].args["evaluation_params"] == ["input", "retrieval_context", "expected_output"]
     assert specs["Tone"].threshold == specs["faithfulness"].threshold == 0.5
 
 

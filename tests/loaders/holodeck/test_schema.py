@@ -150,8 +150,11 @@ def test_retrieval_context_grounds_faithfulness_and_geval(tmp_path: Path) -> Non
     groundedness, geval = (REGISTRY.build(spec) for spec in case.metrics)
     ctx = make_ctx(case, agent_turn("It opens at 9."))
     assert groundedness.applies_to(ctx)  # recorded, not skipped for want of context
-    assert "context" in geval.evaluation_params  # retrieval_context is what geval calls context
-    assert case_variables(ctx, 5)["context"] == "The store opens at 9."  # not "(none)"
+    assert groundedness.context_from == "retrieval"  # faithfulness: the retrieval_context alone
+    assert groundedness.prompt_variables(ctx)["context"] == "The store opens at 9."
+    assert "retrieval_context" in geval.evaluation_params
+    assert geval.prompt_variables(ctx)["retrieval_context"] == "The store opens at 9."  # not "(none)"
+    assert case_variables(ctx, 5)["context"] == "The store opens at 9."
 
 
 @pytest.mark.parametrize(
