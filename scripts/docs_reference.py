@@ -3,8 +3,9 @@
 `docs/metrics/index.md` carries the metric registry (`proctor/metrics/registry.py`): every name a
 suite may use, its arguments and their defaults, its default threshold and how it scores (the
 metric class's `how_it_scores`); `docs/metrics/adk-vanna.md` the ADK metrics refused by name.
-`docs/configuration.md` carries the settings table (`proctor/settings.py`). Each table sits
-between `<!-- generated: NAME -->` and `<!-- end generated -->`.
+`docs/configuration.md` carries the settings table (`proctor/settings.py`), `docs/suites/holodeck.md`
+what Proctor does with each HoloDeck tool kind and provider (`proctor/loaders/holodeck/support.py`).
+Each table sits between `<!-- generated: NAME -->` and `<!-- end generated -->`.
 
     python scripts/docs_reference.py          # rewrite the tables in place
     python scripts/docs_reference.py --check  # exit 1, naming the page, when one is stale
@@ -25,6 +26,7 @@ PAGES = [
     ROOT / "docs" / "metrics" / "index.md",
     ROOT / "docs" / "metrics" / "adk-vanna.md",
     ROOT / "docs" / "configuration.md",
+    ROOT / "docs" / "suites" / "holodeck.md",
 ]
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
 KINDS = {"deterministic": "deterministic", "nlp": "NLP", "llm": "LLM judge"}
@@ -89,7 +91,18 @@ def settings_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-TABLES = {"metrics": metrics_table, "adk_refused": adk_refused_table, "settings": settings_table}
+def holodeck_support_table() -> str:
+    from proctor.loaders.holodeck.support import support_table
+
+    return support_table()
+
+
+TABLES = {
+    "metrics": metrics_table,
+    "adk_refused": adk_refused_table,
+    "settings": settings_table,
+    "holodeck_support": holodeck_support_table,
+}
 
 
 def rendered(text: str) -> str:
