@@ -5,7 +5,9 @@ It is `tests.fakes.FakeOpenAI` with a `ProviderQuota` (RPM/TPM over a sliding 60
 tests/fakes/quota.py), answering after a latency drawn from a log-normal distribution (median
 and spread as given; seeded), the shape measured for hosted chat models: most answers near the
 median, a long tail of slow ones. Judge requests (JSON mode) get a judge's verdict, others a
-short answer. `GET /_fake/stats` returns what it admitted and refused.
+short answer; a grader's prompt from Inspect AI (`model_graded_qa`) or promptfoo (`llm-rubric`)
+gets a passing verdict in the form that grader asks for. `GET /_fake/stats` returns what it
+admitted and refused.
 
     with QuotaServer(rpm=600) as server:
         server.base_url, server.stats()
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 PROJECT = Path(__file__).resolve().parents[1]
+INSPECT_GRADER = "GRADE: $LETTER"  # in Inspect AI's model_graded_qa instructions
+PROMPTFOO_GRADER = "{reason: string, pass: boolean, score: number}"  # promptfoo's llm-rubric prompt
 
 
 def _serve(conn: Any, rpm: float | None, tpm: float | None, median_s: float, sigma: float, seed: int) -> None:
@@ -42,7 +46,12 @@ def _serve(conn: Any, rpm: float | None, tpm: float | None, median_s: float, sig
             latency = median_s * math.exp(rng.gauss(0.0, sigma)) if median_s > 0 else 0.0
         time.sleep(latency)
         if (body.get("response_format") or {}).get("type") == "json_object":
-            return judged(5, "matches")
+            return judged(5, "matches")  # Proctor's judged metrics ask for JSON
+        asked = json.dumps(body.get("messages") or "")
+        if INSPECT_GRADER in asked:
+            return "The submission answers 42, as the criterion asks.\nGRADE: C"
+        if PROMPTFOO_GRADER in asked:
+            return json.dumps({"reason": "the answer is 42", "pass": True, "score": 1.0})
         return "The answer is 42."
 
     quota = ProviderQuota(rpm=rpm, tpm=tpm) if rpm or tpm else None

@@ -1,10 +1,17 @@
 """Inspect AI in the peers bench: `inspect eval task.py` with the `mockllm/model` and scripted
 outputs (a function returning the sample's expected output), `generate()`, the `exact()`
-scorer; its `.eval` log file. In process: `inspect_ai.eval`."""
+scorer; its `.eval` log file. In process: `inspect_ai.eval`.
+
+In the quota bench (`bench/quota.py`): the same agent-plus-judge workload as Proctor's, through
+`inspect_ai.eval` with the `openai-api` provider pointed at the quota server (`generate()` for
+the agent, `model_graded_qa()` with a judge model for the score) and nothing set about rate
+limits, retries or concurrency: Inspect's defaults (adaptive connections, unlimited retries
+with exponential backoff)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,9 +95,67 @@ print("PEERS_RESULT " + json.dumps({"passed": round(mean * total), "total": tota
 """
 
 
+QUOTA_TASK = """
+import json
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import model_graded_qa
+from inspect_ai.solver import generate, system_message
+
+WORKLOAD = json.loads(Path(__file__).with_name("quota_workload.json").read_text())
+CASES = WORKLOAD["cases"]
+
+
+@task
+def quota_bench():
+    # Agent and judge are models behind the quota server (QUOTA_BASE_URL, QUOTA_API_KEY). Nothing
+    # about rate limits, retries or concurrency is set: Inspect's defaults.
+    samples = [Sample(id=i, input=c["input"], target=c["expected"]) for i, c in enumerate(CASES)]
+    return Task(
+        dataset=MemoryDataset(samples),
+        solver=[system_message(WORKLOAD["instructions"]), generate()],
+        scorer=model_graded_qa(model="openai-api/quota/judge-model"),
+        model="openai-api/quota/agent-model",
+        config=GenerateConfig(temperature=0),
+    )
+"""
+
+QUOTA_DRIVER = """
+import json, sys, time
+
+task_file, work = sys.argv[1:3]
+started = time.perf_counter()
+from inspect_ai import eval as inspect_eval
+import_s = time.perf_counter() - started
+started = time.perf_counter()
+log = inspect_eval(task_file, log_dir=f"{work}/logs", display="none")[0]
+seconds = time.perf_counter() - started
+samples = log.samples or []
+errored = sum(1 for s in samples if s.error)
+passed = 0
+for s in samples:
+    score = next(iter((s.scores or {}).values()), None)
+    passed += int(score is not None and score.value == "C")
+result = {
+    "import_s": import_s, "seconds": seconds, "total": len(samples), "passed": passed,
+    "errored": errored, "status": log.status,
+}
+print("PEERS_RESULT " + json.dumps(result), flush=True)
+"""
+
+
 def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: int) -> None:
     """Inspect's copy of the workload: a task file reading cases.json beside it."""
     (folder / "inspect_task.py").write_text(INSPECT_TASK)
+
+
+def write_quota_files(folder: Path, cases: list[dict[str, str]], instructions: str) -> None:
+    """The quota bench's workload for Inspect: a task file reading quota_workload.json beside it."""
+    (folder / "quota_workload.json").write_text(json.dumps({"instructions": instructions, "cases": cases}))
+    (folder / "inspect_quota_task.py").write_text(QUOTA_TASK)
 
 
 @dataclass
@@ -142,6 +207,20 @@ class Inspect(Framework):
         ]
         _, output, code = run(
             [self.python, str(driver), *args], cwd=workload, env=self.env, timeout=self.timeout * runs
+        )
+        return driver_result(output, code)
+
+    def quota(self, workload: Path, out: Path, base_url: str, api_key: str) -> dict:
+        """The quota workload in one `inspect_ai.eval` at Inspect's defaults: seconds of the eval
+        call, samples, passed, errored."""
+        driver = out / "inspect_quota_driver.py"
+        driver.write_text(QUOTA_DRIVER)
+        env = {**self.env, "QUOTA_BASE_URL": base_url, "QUOTA_API_KEY": api_key}
+        _, output, code = run(
+            [self.python, str(driver), "inspect_quota_task.py", str(out)],
+            cwd=workload,
+            env=env,
+            timeout=self.timeout,
         )
         return driver_result(output, code)
 

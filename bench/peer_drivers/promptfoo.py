@@ -1,6 +1,13 @@
 """promptfoo in the peers bench: `promptfoo eval -c config.json -o results.json` with the `echo`
 provider and an `equals` assertion, cache and sharing off; its SQLite database and the JSON
-output. In process: its Node API `evaluate`."""
+output. In process: its Node API `evaluate`.
+
+In the quota bench (`bench/quota.py`): the same agent-plus-judge workload as Proctor's, through
+the Node API `evaluate` with the `openai:chat` provider pointed at the quota server and an
+`llm-rubric` assertion graded by a judge model there. Nothing is set about concurrency, delays
+or retries: promptfoo's defaults (4 at once; a 429 waits for Retry-After or the rate-limit
+reset headers, up to 4 retries). The cache is off, as for every other run here: the grading
+prompts are all alike, and a cached verdict would skip the judge call the workload makes."""
 
 from __future__ import annotations
 
@@ -38,6 +45,30 @@ process.exit(0);
 """
 
 
+QUOTA_DRIVER = """
+import { readFileSync } from 'node:fs';
+
+const [indexUrl, configPath, work] = process.argv.slice(2);
+let started = performance.now();
+const promptfoo = await import(indexUrl);
+const importS = (performance.now() - started) / 1000;
+const config = JSON.parse(readFileSync(configPath, 'utf8'));
+started = performance.now();
+// No maxConcurrency, delay or retry option: promptfoo's defaults.
+const record = await promptfoo.evaluate(
+  { ...config, writeLatestResults: true, outputPath: `${work}/results.json` },
+  { cache: false, showProgressBar: false },
+);
+const seconds = (performance.now() - started) / 1000;
+const stats = (await record.toEvaluateSummary()).stats;
+const total = stats.successes + stats.failures + stats.errors;
+console.log('PEERS_RESULT ' + JSON.stringify({
+  import_s: importS, seconds, total, passed: stats.successes, errored: stats.errors,
+}));
+process.exit(0);
+"""
+
+
 def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: int) -> None:
     """promptfoo's copy of the workload: the prompt is the input itself, so `echo` returns it;
     one `equals` assertion."""
@@ -57,6 +88,38 @@ def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: 
         ],
     }
     (folder / "promptfooconfig.json").write_text(json.dumps(config))
+
+
+def write_quota_files(
+    folder: Path, cases: list[dict[str, str]], instructions: str, base_url: str, api_key: str
+) -> None:
+    """The quota bench's workload for promptfoo: a chat prompt (the same system instructions and
+    question as Proctor's), the agent and the judge as `openai:chat` models on the quota server,
+    one `llm-rubric` assertion per case."""
+
+    def model(name: str) -> dict:
+        return {
+            "id": f"openai:chat:{name}",
+            "config": {"apiBaseUrl": base_url, "apiKey": api_key, "temperature": 0},
+        }
+
+    prompt = [{"role": "system", "content": instructions}, {"role": "user", "content": "{{input}}"}]
+    config = {
+        "description": f"quota bench, {len(cases)} cases",
+        "prompts": [json.dumps(prompt)],
+        "providers": [model("agent-model")],
+        "defaultTest": {"options": {"provider": model("judge-model")}},
+        "sharing": False,
+        "tests": [
+            {
+                "description": f"c{i}",
+                "vars": {"input": case["input"]},
+                "assert": [{"type": "llm-rubric", "value": f"The answer is {case['expected']}"}],
+            }
+            for i, case in enumerate(cases)
+        ],
+    }
+    (folder / "promptfoo_quota.json").write_text(json.dumps(config))
 
 
 @dataclass
@@ -111,6 +174,19 @@ class Promptfoo(Framework):
             cwd=out,
             env=self._env(out),
             timeout=self.timeout * runs,
+        )
+        return driver_result(output, code)
+
+    def quota(self, workload: Path, out: Path) -> dict:
+        """The quota workload in one `evaluate` at promptfoo's defaults: seconds of the call,
+        tests, passed, errored."""
+        driver = out / "promptfoo_quota_driver.mjs"
+        driver.write_text(QUOTA_DRIVER)
+        _, output, code = run(
+            [self.node, str(driver), self.index_url, str(workload / "promptfoo_quota.json"), str(out)],
+            cwd=out,
+            env=self._env(out),
+            timeout=self.timeout,
         )
         return driver_result(output, code)
 
