@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
 from tests.conftest import ROOT
 

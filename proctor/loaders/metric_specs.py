@@ -131,9 +131,7 @@ def _own_rule_problem(spec: MetricSpec, rule: str, file: str, location: str) -> 
     or scale: either would give a verdict that system never gives, or be shown and not applied."""
     for key, value in (("threshold", spec.threshold), ("scale", spec.scale)):
         if value is not None:
-            return Problem(
-                file, f"{location}.{key}", f"{spec.name} takes no {key}: {rule}; remove the {key}"
-            )
+            return Problem(file, f"{location}.{key}", f"{spec.name} takes no {key}: {rule}; remove the {key}")
     return None
 
 
