@@ -8,12 +8,22 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel, number_properties
+from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel, number_properties, refused_unless, tabs
+
+# What the form says for a secret typed in where its name belongs (never the value back).
+NAMED_SECRET = "a name such as ${SLACK_BOT_TOKEN} or secret:BLOCK_NAME, never the secret itself"
+# What the form says when Slack is on with nowhere to post (not "None is not of type 'string'").
+CHANNEL_NEEDED = "a channel such as #agent-evals or its id, or else a Webhook URL"
 
 # In the schema too, so the Prefect UI refuses at submit a Slack setting with nowhere to post.
 NEEDS_DESTINATION = {
     "if": {"properties": {"webhook_url": {"type": "null"}}},
-    "then": {"required": ["channel"], "properties": {"channel": {"type": "string", "minLength": 1}}},
+    "then": {
+        "required": ["channel"],
+        "properties": {
+            "channel": {"if": {"not": {"type": "string", "minLength": 1}}, "then": {"const": CHANNEL_NEEDED}}
+        },
+    },
 }
 
 
@@ -32,26 +42,34 @@ class NotifyPolicy(StrEnum):
 
 
 class SlackSettings(FormModel):
-    """A Slack destination. Secrets are named, never written in: `${ENV_VAR}` or `secret:BLOCK_NAME`.
+    """Where the run's summary is posted. With a channel, through Slack's Web API with a bot
+    token, the failing cases in a thread reply; with only a webhook URL, in one message.
+    Secrets are named, never typed in: ${ENV_VAR} or secret:BLOCK_NAME."""
 
-    With `channel`, the summary goes through the Web API (`chat.postMessage`, a bot token)
-    and the failing cases follow in a thread reply; with only `webhook_url`, through an
-    incoming webhook (one message, no thread).
-    """
+    model_config = FormModel.model_config | {"json_schema_extra": _form_schema, "title": "Slack settings"}
 
-    model_config = FormModel.model_config | {"json_schema_extra": _form_schema}
-
-    channel: str | None = Field(default=None, description="Channel id or name for chat.postMessage")
+    channel: str | None = Field(
+        default=None,
+        title="Channel",
+        description="Where the summary goes (#agent-evals or a channel id), posted with the bot token; "
+        "or leave it out and give a Webhook URL",
+        json_schema_extra=tabs("Channel", "Webhook only"),
+    )
     token: str = Field(
         default="${SLACK_BOT_TOKEN}",
-        description="Bot token, named, never typed in: `${ENV_VAR}` or `secret:BLOCK_NAME` "
-        "(a Prefect Secret block)",
-        json_schema_extra={"pattern": SECRET_REFERENCE_PATTERN},
+        title="Bot token (its name)",
+        description="The name of the bot token, never the token: ${ENV_VAR} (read where the run "
+        "executes) or secret:BLOCK_NAME (a Prefect Secret block)",
+        json_schema_extra={"format": "password"} | refused_unless(SECRET_REFERENCE_PATTERN, NAMED_SECRET),
     )
     webhook_url: str | None = Field(
         default=None,
-        description="Incoming webhook URL, named: `${ENV_VAR}` or `secret:BLOCK_NAME`",
-        json_schema_extra={"pattern": SECRET_REFERENCE_PATTERN},
+        title="Webhook URL (its name)",
+        description="Instead of a channel: the name of an incoming webhook URL, ${ENV_VAR} or "
+        "secret:BLOCK_NAME; one message, no thread",
+        json_schema_extra=tabs(
+            "Name", "None", format="password", beside=refused_unless(SECRET_REFERENCE_PATTERN, NAMED_SECRET)
+        ),
     )
     notify: NotifyPolicy = Field(
         default=NotifyPolicy.FAILURE,
@@ -60,20 +78,37 @@ class SlackSettings(FormModel):
         "regression, never",
     )
     api_url: str | None = Field(
-        default=None, description="Slack Web API base URL; default https://slack.com/api/"
+        default=None,
+        title="Slack API URL",
+        description="Slack's Web API base URL; default https://slack.com/api/",
+        json_schema_extra=tabs("URL", "slack.com"),
     )
     report_url: str | None = Field(
-        default=None, description="Base URL where report folders are served, for the report link"
+        default=None,
+        title="Report link",
+        description="Base URL where the report folders are served; the message links the run's report",
+        json_schema_extra=tabs("URL", "No link"),
     )
-    max_failures: int = Field(default=20, ge=1, le=200, description="Failing cases listed in the thread")
+    max_failures: int = Field(
+        default=20,
+        ge=1,
+        le=200,
+        title="Failing cases listed",
+        description="Failing cases listed in the thread (1-200)",
+    )
     max_retries: int = Field(
-        default=4, ge=0, le=10, description="Retries on Slack's 429, 5xx or a lost connection"
+        default=4,
+        ge=0,
+        le=10,
+        title="Retries",
+        description="Retries on Slack's 429, 5xx or a lost connection (0-10)",
     )
     retry_backoff: float = Field(
         default=0.5,
         gt=0,
         le=60,
-        description="Seconds before the first retry, doubling each time (429 waits Retry-After)",
+        title="First retry after (s)",
+        description="Seconds before the first retry, doubling each time (a 429 waits its Retry-After)",
     )
 
     @field_validator("token", "webhook_url")

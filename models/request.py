@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel
+from proctor.models.form import SECRET_REFERENCE_PATTERN, FormModel, refused_unless, tabs
 from proctor.models.notify import SlackSettings
 from proctor.models.quota import DEFAULT_PATIENCE_S, QuotaLimit
 from proctor.models.tables import RunStatus
@@ -22,6 +22,9 @@ DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx):
 # shows flow-run parameters). In Python (`run_evaluation`, the CLI) such a URL is moved into the
 # process's environment and passed by reference instead.
 URL_WITHOUT_PASSWORD_PATTERN = r"^(?![A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^@]*@)"
+# What the form says instead of the value (it holds a password) and the patterns above.
+URL_WITHOUT_PASSWORD = "a URL without its password, or its name: ${ENV_VAR} or secret:BLOCK_NAME"
+DASK_ADDRESS = "a Dask scheduler address such as tcp://host:8786, or local, or local:N for N workers"
 
 # Significance level of the regression test, unless a request sets its own.
 DEFAULT_SIGNIFICANCE = 0.05
@@ -30,97 +33,180 @@ DEFAULT_HISTORY_WINDOW = 30
 
 
 class VariantSpec(FormModel):
-    """One agent configuration to compare (Vanna's `AgentVariant`: name, agent, metadata)."""
+    """One agent configuration to compare, as Vanna's AgentVariant: a name, an agent, metadata."""
 
     # Bounded: a variant's reports go to a folder named after it (file names stop at 255 bytes).
-    name: str = Field(min_length=1, max_length=100)
-    agent: str = Field(description="Agent target, as for `agent`")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(
+        min_length=1,
+        max_length=100,
+        title="Name",
+        description="How reports and the comparison name this variant (1 to 100 characters)",
+    )
+    agent: str = Field(title="Agent", description="Its agent target, as for Agent above ('file.py:attr')")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, title="Metadata", description="Stored with the variant's run, as you give it"
+    )
 
 
 class EvaluationRequest(FormModel):
     """What to evaluate and how; every field has a sensible default but the suite."""
 
-    suite: str = Field(description="Path of the suite file (.evalset.json, agent.yaml, Vanna dataset)")
-    agent: str | None = Field(
-        default=None, description="Agent target 'module:attr' or 'file.py:attr'; default: the suite's"
+    suite: str = Field(
+        min_length=1,
+        title="Suite",
+        description="Path of the suite file, from the checkout the run executes in "
+        "(.evalset.json, agent.yaml, Vanna dataset), or a folder of them",
     )
-    config: str | None = Field(default=None, description="EvalConfig JSON for agentflow evalsets")
+    agent: str | None = Field(
+        default=None,
+        title="Agent",
+        description="The agent to evaluate: 'module:attr', 'file.py:attr', 'openai:agent.yaml' or "
+        "'http:endpoint.yaml'; The suite's: the one the suite names",
+        json_schema_extra=tabs("Target", "The suite's"),
+    )
+    config: str | None = Field(
+        default=None,
+        title="Evaluation config",
+        description="An agentflow eval_config.json (criteria and thresholds); The suite's: its "
+        "metadata.eval_config, or an eval_config.json beside it",
+        json_schema_extra=tabs("File", "The suite's"),
+    )
     database_url: str | None = Field(
         default=None,
         title="Results database",
         description=(
-            "SQLAlchemy URL with no password in it (postgresql://proctor@db.example:5432/proctor). "
-            "Left empty: PROCTOR_DATABASE_URL where the run executes (on a worker, the worker's), "
+            "SQLAlchemy URL with no password in it (postgresql://proctor@db.example:5432/proctor), "
+            "or its name: ${ENV_VAR} or secret:BLOCK_NAME. "
+            "The worker's: PROCTOR_DATABASE_URL where the run executes (on a worker, the worker's), "
             "else .proctor/proctor.db there"
         ),
-        json_schema_extra={"pattern": URL_WITHOUT_PASSWORD_PATTERN},
+        json_schema_extra=tabs(
+            "URL", "The worker's", beside=refused_unless(URL_WITHOUT_PASSWORD_PATTERN, URL_WITHOUT_PASSWORD)
+        ),
     )
-    report_dir: str | None = Field(default=None, description="Where reports go; default .proctor/reports/…")
-    concurrency: int = Field(default=8, ge=1, le=1024, description="Cases whose agent runs at once")
-    chunk_size: int | None = Field(default=None, ge=1, description="Cases per task run; default: automatic")
-    agent_timeout_s: float | None = Field(default=300.0, gt=0, description="Per-turn agent timeout")
-    judge_cache: bool = Field(default=True, description="Answer identical judge calls from the cache")
+    report_dir: str | None = Field(
+        default=None,
+        title="Report folder",
+        description="Where the reports are written, where the run executes; "
+        "default .proctor/reports/SUITE/RUN",
+        json_schema_extra=tabs("Folder", "Default"),
+    )
+    concurrency: int = Field(
+        default=8, ge=1, le=1024, title="Concurrency", description="Cases whose agent runs at once (1-1024)"
+    )
+    chunk_size: int | None = Field(
+        default=None,
+        ge=1,
+        title="Cases per task run",
+        description="How many cases one Prefect task run takes; Automatic: sized from the suite",
+        json_schema_extra=tabs("Cases", "Automatic"),
+    )
+    agent_timeout_s: float | None = Field(
+        default=300.0,
+        gt=0,
+        title="Agent timeout (s)",
+        description="Seconds one agent turn may take before the case errors",
+        json_schema_extra=tabs("Seconds", "No limit"),
+    )
+    judge_cache: bool = Field(
+        default=True,
+        title="Judge cache",
+        description="Answer a judge call identical to an earlier one from the cache",
+    )
     case_timeout_s: float | None = Field(
-        default=None, gt=0, description="Limit on a whole case's conversation"
+        default=None,
+        gt=0,
+        title="Case timeout (s)",
+        description="Seconds a whole case's conversation may take",
+        json_schema_extra=tabs("Seconds", "No limit"),
     )
     model_call_limit: str | None = Field(
         default=None,
-        description="Prefect global concurrency limit capping agent and judge calls across workers",
+        title="Model call limit",
+        description="Name of a Prefect global concurrency limit capping agent and judge calls across workers",
+        json_schema_extra=tabs("Limit name", "None"),
     )
     variants: list[VariantSpec] = Field(
-        default_factory=list, description="Agent variants to run over the same suite and compare"
+        default_factory=list,
+        title="Variants",
+        description="Agent variants to run over the same suite and compare (instead of one Agent)",
     )
-    tags: list[str] = Field(default_factory=list, description="Run only cases with any of these tags")
-    cases: list[str] = Field(default_factory=list, description="Run only these case ids")
+    tags: list[str] = Field(
+        default_factory=list, title="Tags", description="Run only cases with any of these tags"
+    )
+    cases: list[str] = Field(default_factory=list, title="Case ids", description="Run only these case ids")
     metadata: dict[str, str] = Field(
-        default_factory=dict, description="Run only cases whose metadata has these values (key: value)"
+        default_factory=dict,
+        title="Case metadata",
+        description="Run only cases whose metadata has these values (key: value)",
     )
     repeat: int = Field(
-        default=1, ge=1, le=100, description="Run every case this many times; cases report passes k of n"
+        default=1,
+        ge=1,
+        le=100,
+        title="Repeats",
+        description="Run every case this many times (1-100); cases report passes k of n",
     )
     baseline_run_id: uuid.UUID | None = Field(
         default=None,
-        description="Judge against the history up to this run; default: the last completed runs of the suite",
+        title="Baseline run",
+        description="Judge against the history up to this run (its id); Latest runs: the last completed "
+        "runs of the suite",
+        json_schema_extra=tabs("Run id", "Latest runs"),
     )
     significance: float = Field(
         default=DEFAULT_SIGNIFICANCE,
         gt=0,
         lt=1,
-        description="Chance of a false 'Regressed' verdict on a night when nothing changed",
+        title="Significance",
+        description="Chance of a false 'Regressed' verdict on a night when nothing changed (between 0 and 1)",
     )
     history_window: int = Field(
         default=DEFAULT_HISTORY_WINDOW,
         ge=1,
         le=365,
-        description="Earlier runs of the suite (same agent and variant) each case's history is read from",
+        title="History window (runs)",
+        description="Earlier runs of the suite (same agent and variant) each case's history is "
+        "read from (1-365)",
     )
     agent_version: str | None = Field(
         default=None,
         max_length=200,
+        title="Agent version",
         description="The agent's version; once a run of a new version exists, older versions' "
         "runs are no longer its history",
+        json_schema_extra=tabs("Version", "Not given"),
     )
     min_pass_rate: float | None = Field(
         default=None,
         ge=0,
         le=100,
-        description="The run passes its gate at this pass rate (percent); default: every case must pass",
+        title="Minimum pass rate (%)",
+        description="The run passes its gate at this pass rate, in percent (0-100); "
+        "Every case: every case must pass",
+        json_schema_extra=tabs("Percent", "Every case"),
     )
     slack: SlackSettings | None = Field(
         default=None,
         title="Slack",
-        description="Post the summary to Slack: choose SlackSettings and give a channel or a webhook",
+        description="Post the summary to Slack: choose Slack settings and give a channel or a webhook",
+        json_schema_extra=tabs("Slack settings", "Off"),
     )
     dask_address: str | None = Field(
         default=None,
+        title="Dask cluster",
         description="Spread case chunks over a Dask cluster: its scheduler (tcp://host:8786), "
         "or 'local' / 'local:N' for a local cluster of N worker processes",
-        json_schema_extra={"pattern": DASK_ADDRESS_PATTERN},
+        json_schema_extra=tabs(
+            "Address", "No Dask", beside=refused_unless(DASK_ADDRESS_PATTERN, DASK_ADDRESS)
+        ),
     )
     resume_run_id: uuid.UUID | None = Field(
         default=None,
-        description="Resume this stopped run: its finished cases are kept, the others run (proctor resume)",
+        title="Resume run",
+        description="Resume this stopped run (its id): its finished cases are kept, the others run "
+        "(as proctor resume does)",
+        json_schema_extra=tabs("Run id", "New run"),
     )
     # -- the model provider's quota (proctor.calls.quota): learned from its answers; these state it --
     rate_limits: list[QuotaLimit] = Field(

@@ -5,7 +5,9 @@ JSONB is what scrambled the form), `PREFECT_UI_API_URL=/api` as for a team host,
 pool, `prefect deploy --all` on this `prefect.yaml`, a worker, and a local Slack. Headless
 Chromium (Debian's `chromium`) opens the on-demand deployment's form, fills it as a person
 would, submits it, and the run is followed to its rows, its Slack messages and a screenshot.
-A form with a literal token and a malformed Dask address is refused at submit.
+Every field shows its title and description; a form with a typed-in token, a password in the
+database URL, a malformed Dask address and Slack without a channel is refused at submit, each
+field saying in words what it expected, no message showing a typed secret back.
 
 Slow (a server, a worker, a browser, two flow runs: a minute or two), so the module shares
 one service.
@@ -27,7 +29,8 @@ import httpx
 import pytest
 from sqlmodel import Session, select
 
-from proctor.models.request import EvaluationRequest
+from proctor.models.notify import CHANNEL_NEEDED, NAMED_SECRET
+from proctor.models.request import DASK_ADDRESS, URL_WITHOUT_PASSWORD, EvaluationRequest
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.storage import get_engine
 from tests.conftest import POSTGRES_ENV, ROOT
@@ -59,7 +62,7 @@ def field(label: str) -> str:
 
 
 def tab(label: str, name: str) -> str:
-    """One of the tabs an optional field shows (`str` / `None`, `SlackSettings` / `None`)."""
+    """One of the tabs an optional field shows, named for what it means ("URL" / "The worker's")."""
     return f"[...({field(label)}).querySelectorAll('[role=tab]')].find(t => t.textContent.trim() === {json.dumps(name)})"
 
 
@@ -67,10 +70,15 @@ def text_box(label: str) -> str:
     return f"({field(label)}).querySelector('textarea, input')"
 
 
-def fill(page: Browser, label: str, text: str, optional: bool = True) -> None:
-    if optional:  # an optional field starts as None: choose its text tab first
-        page.click(tab(label, "str"))
+def fill(page: Browser, label: str, text: str, choice: str | None = None) -> None:
+    if choice:  # an optional field starts at its empty choice: choose its value's tab first
+        page.click(tab(label, choice))
     page.type_into(text_box(label), text)
+
+
+def shown(page: Browser, label: str) -> str:
+    """The text a person reads in a field's part of the form (its title, description, errors)."""
+    return page.evaluate(f"({field(label)}).innerText")
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +152,7 @@ def service(
 
 def _open_form(page: Browser, service: dict[str, Any]) -> None:
     page.goto(f"{service['base']}/v2/deployments/deployment/{service['deployment']['id']}/run")
-    page.wait_for(f"!!{field('Resume Run Id')}", timeout=120, what="the run form")
+    page.wait_for(f"!!{field('Resume run')}", timeout=120, what="the run form")
 
 
 def _wait_final(service: dict[str, Any], flow_run_id: str) -> dict[str, Any]:
@@ -181,12 +189,12 @@ def test_the_run_form_starts_a_run_that_ends_red_and_posts_to_slack(service, tmp
         assert shown == titles, f"form order on {'PostgreSQL' if service['postgres'] else 'SQLite'}: {shown}"
 
         page.type_into(text_box("Suite"), "examples/weather/weather.evalset.json")
-        fill(page, "Results database", f"sqlite:///{database}")
-        fill(page, "Report Dir", str(tmp_path / "report"))
-        page.click(tab("Slack", "SlackSettings"))  # Slack on
+        fill(page, "Results database", f"sqlite:///{database}", choice="URL")
+        fill(page, "Report folder", str(tmp_path / "report"), choice="Folder")
+        page.click(tab("Slack", "Slack settings"))  # Slack on
         page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
-        fill(page, "Channel", "#agent-evals")
-        fill(page, "Api Url", slack.api_url)
+        fill(page, "Channel", "#agent-evals", choice="Channel")
+        fill(page, "Slack API URL", slack.api_url, choice="URL")
         earlier = _flow_run_ids(service)
         page.click(SUBMIT)  # the UI creates the run and goes back to the deployment's runs
         page.wait_for(
@@ -215,23 +223,66 @@ def test_the_run_form_starts_a_run_that_ends_red_and_posts_to_slack(service, tmp
     assert "1 case(s) did not pass" in json.dumps(thread["blocks"])
 
 
-def test_the_run_form_refuses_a_literal_token_and_a_malformed_dask_address(service, tmp_path) -> None:
+def test_every_field_shows_its_title_its_description_and_named_choices(service, tmp_path) -> None:
+    """What a person reads before filling the form: each field's title and what it is for, and
+    an optional field's tabs named for what each choice means, Slack's fields included."""
+    schema = EvaluationRequest.model_json_schema()
+    request, slack = schema["properties"], schema["$defs"]["SlackSettings"]["properties"]
+    with browser(tmp_path / "chromium") as page:
+        _open_form(page, service)
+        page.click(tab("Slack", "Slack settings"))
+        page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
+        for properties in (request, slack):
+            for spec in properties.values():
+                description = json.dumps(" ".join(spec["description"].split()))
+                page.wait_for(  # found by its title (the form shows it), its description under it
+                    f"({field(spec['title'])}).innerText.replace(/\\s+/g, ' ').includes({description})",
+                    timeout=30,
+                    what=f"{spec['title']!r} with its description",
+                )
+                names = [choice.get("title") for choice in spec.get("anyOf", [])]
+                for name in filter(None, names):  # Slack's first tab is the nested form's title
+                    page.wait_for(f"!!{tab(spec['title'], name)}", timeout=30, what=f"{spec['title']}: {name}")
+        page.wait_for(f"!!{tab('Slack', 'Off')}", timeout=30, what="Slack's Off tab")
+        assert page.evaluate(f"({text_box('Bot token (its name)')}).type") == "password"  # masked
+        page.screenshot(tmp_path / "form.png")
+
+
+def test_a_refused_value_is_said_in_words_under_its_field_and_never_shown_back(service, tmp_path) -> None:
+    """A typed-in token, a database URL with its password, a malformed Dask address and Slack
+    turned on without a channel: the form stays, each field says in words what it expected
+    (no regular expression, no "None is not of type 'string'"), no message shows the token or
+    the password back, and the token's input is masked."""
+    typed, password = "xoxb-typed-into-the-form", "hunter2-typed"
     before = _flow_run_ids(service)
     with browser(tmp_path / "chromium") as page:
         _open_form(page, service)
-        page.click(tab("Slack", "SlackSettings"))
+        fill(page, "Results database", f"postgresql://proctor:{password}@db.example/proctor", choice="URL")
+        fill(page, "Dask cluster", "scheduler-without-scheme:8786", choice="Address")
+        page.click(tab("Slack", "Slack settings"))
         page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
-        fill(page, "Channel", "#agent-evals")
-        page.type_into(text_box("Token"), "xoxb-typed-into-the-form")
-        fill(page, "Dask Address", "scheduler-without-scheme:8786")
+        page.type_into(text_box("Bot token (its name)"), typed)
         page.click(SUBMIT)
-        page.wait_for(
-            f"({field('Dask Address')}).innerText.includes('does not match')",
-            timeout=60,
-            what="the Dask error",
-        )
-        page.wait_for(f"({field('Slack')}).innerText.includes('is not valid')", what="the Slack error")
+        expected = {
+            "Bot token (its name)": NAMED_SECRET,
+            "Channel": CHANNEL_NEEDED,
+            "Dask cluster": DASK_ADDRESS,
+            "Results database": URL_WITHOUT_PASSWORD,
+        }
+        for label, sentence in expected.items():
+            page.wait_for(
+                f"({field(label)}).innerText.includes({json.dumps(sentence)})",
+                timeout=60,
+                what=f"{label}'s message",
+            )
+        time.sleep(3)  # the messages stay while the values are wrong
         page.screenshot(tmp_path / "refused.png")
+        everything = page.evaluate("document.body.innerText")
+        for label, sentence in expected.items():
+            assert f"'{sentence}' was expected" in shown(page, label), label
+        for raw in ("does not match", "^(", "is not valid under", "is not of type", typed, password):
+            assert raw not in everything, raw
+        assert page.evaluate(f"({text_box('Bot token (its name)')}).type") == "password"
         assert page.evaluate("location.href").endswith("/run")  # still on the form
     time.sleep(2)  # a run the UI had created would be listed by now
     assert _flow_run_ids(service) == before

@@ -61,8 +61,8 @@ def test_every_field_has_a_label_and_descriptions_have_no_tags(form) -> None:
         texts = [model.get("description") or ""] + [
             field.get("description") or "" for field in model.get("properties", {}).values()
         ]
-        for text in texts:  # descriptions are rendered as HTML-capable markdown
-            assert not re.search(r"<[a-zA-Z][^>]*>", text), (name, text)
+        for text in texts:  # descriptions are shown as plain text: no tags, no markdown code spans
+            assert not re.search(r"<[a-zA-Z][^>]*>", text) and "`" not in text, (name, text)
 
 
 def _refusal(form: dict[str, Any], request: dict[str, Any]) -> str:
@@ -107,6 +107,124 @@ def test_what_the_model_accepts_the_form_accepts(form, fields) -> None:
     request = {"suite": "examples/weather/weather.evalset.json", **fields}
     EvaluationRequest(**request)
     assert json.loads(_refusal(form, request)) == {"errors": [], "valid": True}
+
+
+def _messages(answer: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str, str]]:
+    """The server's answer as (field path, message) pairs, the way the form places them."""
+    found: list[tuple[str, str]] = []
+    for error in answer:
+        if isinstance(error, str):
+            found.append((".".join(map(str, path)), error))
+        else:
+            found += _messages(error["errors"], (*path, error.get("property", error.get("index"))))
+    return found
+
+
+TYPED_TOKEN = "xoxb-1234-typed-into-the-form"
+PASSWORD_URL = "postgresql://proctor:hunter2@db.example/proctor"
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        (
+            {"slack": {"channel": "#evals", "token": TYPED_TOKEN}},
+            (
+                "slack.token",
+                "a name such as ${SLACK_BOT_TOKEN} or secret:BLOCK_NAME, never the secret itself",
+            ),
+        ),
+        (
+            {"slack": {"webhook_url": "https://hooks.slack.com/services/T0/B0/" + TYPED_TOKEN}},
+            (
+                "slack.webhook_url",
+                "a name such as ${SLACK_BOT_TOKEN} or secret:BLOCK_NAME, never the secret itself",
+            ),
+        ),
+        (
+            {"slack": {"channel": None, "notify": "always"}},
+            ("slack.channel", "a channel such as #agent-evals or its id, or else a Webhook URL"),
+        ),
+        (
+            {"slack": {"channel": ""}},
+            ("slack.channel", "a channel such as #agent-evals or its id, or else a Webhook URL"),
+        ),
+        (
+            {"database_url": PASSWORD_URL},
+            ("database_url", "a URL without its password, or its name: ${ENV_VAR} or secret:BLOCK_NAME"),
+        ),
+        (
+            {"dask_address": "scheduler:8786"},
+            (
+                "dask_address",
+                "a Dask scheduler address such as tcp://host:8786, or local, or local:N for N workers",
+            ),
+        ),
+    ],
+    ids=["typed token", "typed webhook", "no channel", "empty channel", "password in url", "dask address"],
+)
+def test_a_refused_value_is_said_in_words_under_its_field_and_never_repeated(form, fields, shown) -> None:
+    """The form prints the server's messages as they are: for these, a sentence of ours
+    ("'…' was expected"), not a regular expression, not "None is not of type 'string'", and
+    never the typed value (a token, a password) or the Slack object holding it."""
+    request = {"suite": "examples/weather/weather.evalset.json", **fields}
+    answer = json.loads(_refusal(form, request))
+    field, expected = shown
+    assert _messages(answer["errors"]) == [(f"request.{field}", f"'{expected}' was expected")]
+    said = json.dumps(answer)
+    assert TYPED_TOKEN not in said and "hunter2" not in said and "^(" not in said
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        ({"chunk_size": 0}, ("chunk_size", "0 is less than the minimum of 1")),
+        ({"min_pass_rate": 101}, ("min_pass_rate", "101 is greater than the maximum of 100")),
+        ({"agent_timeout_s": 0}, ("agent_timeout_s", "0 is less than or equal to the minimum of 0")),
+        ({"repeat": 0}, ("repeat", "0 is less than the minimum of 1")),
+        (
+            {"slack": {"channel": "#x", "token": "secret:bot", "max_failures": 500}},
+            ("slack.max_failures", "500 is greater than the maximum of 200"),
+        ),
+        ({"rate_limits": [{"rpm": 0}]}, ("rate_limits.0.rpm", "0 is less than or equal to the minimum of 0")),
+        ({"variants": [{"name": "", "agent": "a.py:f"}]}, ("variants.0.name", "'' should be non-empty")),
+    ],
+)
+def test_an_optional_fields_limits_are_said_plainly(form, fields, shown) -> None:
+    """A limit on an optional value (or inside the optional Slack form) is said as the limit,
+    not as "… is not valid under any of the given schemas"."""
+    request = {"suite": "examples/weather/weather.evalset.json", **fields}
+    with pytest.raises(ValidationError):
+        EvaluationRequest(**request)
+    field, expected = shown
+    assert _messages(json.loads(_refusal(form, request))["errors"]) == [(f"request.{field}", expected)]
+
+
+def test_a_missing_suite_is_named(form) -> None:
+    answer = build_error_obj(validate({"request": {}}, form))
+    assert _messages(answer["errors"]) == [("request.suite", "'suite' is a required property")]
+
+
+def test_every_field_has_a_title_and_a_description_and_every_choice_a_label(form) -> None:
+    """What a person reads in the form: a title and a description on every field of every
+    part of it, and each optional field's tabs named for what they mean (not "str" / "None")."""
+    for name, definition in form["definitions"].items():
+        if "properties" not in definition:
+            continue  # an enum
+        for key, field in definition["properties"].items():
+            assert field.get("title") and field.get("description"), (name, key)
+            if "_" in key:  # not Pydantic's "Report Dir" made of the attribute's name
+                assert field["title"] != key.replace("_", " ").title(), (name, key)
+            for choice in field.get("anyOf", []):
+                assert "$ref" in choice or choice.get("title"), (name, key, choice)
+    assert form["definitions"]["SlackSettings"]["title"] == "Slack settings"
+
+
+def test_a_typed_secret_is_masked_in_the_form(form) -> None:
+    """Prefect's form draws a `password`-format string as a masked input (shown on a click)."""
+    slack = form["definitions"]["SlackSettings"]["properties"]
+    assert slack["token"]["format"] == "password"
+    assert slack["webhook_url"]["anyOf"][0]["format"] == "password"
 
 
 def test_a_literal_secret_is_refused_without_being_repeated() -> None:
