@@ -35,7 +35,8 @@ def load_python_target(target: str) -> Callable[..., Any]:
     if module_ref.endswith(".py"):
         path = Path(module_ref)
         if not path.is_file():
-            raise AgentLoadError(f"agent target {target!r}: file {path} not found")
+            where = "" if path.is_absolute() else f" (a relative path is read from {Path.cwd()})"
+            raise AgentLoadError(f"agent target {target!r}: file {path} not found{where}")
         # As `python agent.py` would: the agent's own folder is importable, so its sibling
         # packages (a `models` or `tasks` of its own) import as the user wrote them.
         folder = str(path.resolve().parent)
@@ -60,10 +61,27 @@ def load_python_target(target: str) -> Callable[..., Any]:
     try:
         agent = getattr(module, attr)
     except AttributeError:
-        raise AgentLoadError(f"agent target {target!r}: {module_ref} has no attribute {attr!r}") from None
+        raise AgentLoadError(
+            f"agent target {target!r}: {module_ref} has no attribute {attr!r}{_callables_hint(module)}"
+        ) from None
     if not callable(agent):
         raise AgentLoadError(f"agent target {target!r} is a {type(agent).__name__}, not a callable")
     return agent
+
+
+def _callables_hint(module: Any) -> str:
+    """What to write after the colon instead: the functions and classes the module defines."""
+    names = sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and callable(value)
+        and getattr(value, "__module__", None) == module.__name__
+    )
+    if not names:
+        return "; it defines no function or class"
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"; it defines {shown}"
 
 
 def describe_error(error: BaseException) -> str:

@@ -7,6 +7,7 @@ share a name, and a metric's module is imported only when a suite names it.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -109,7 +110,11 @@ class MetricRegistry:
         if location is None and name in ADK_METRICS_NOT_SCORED:
             raise MetricConfigError(f"ADK metric {name!r}: {ADK_METRICS_NOT_SCORED[name]}")
         if location is None:
-            raise MetricConfigError(f"unknown metric {name!r}; valid metrics are: {', '.join(self.names())}")
+            close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.75)
+            guess = f"did you mean {close[0]!r}? " if close else ""
+            raise MetricConfigError(
+                f"unknown metric {name!r}; {guess}valid metrics are: {', '.join(self.names())}"
+            )
         module, _, attribute = location.partition(":")
         metric = getattr(importlib.import_module(f"proctor.metrics.{module}"), attribute)
         if metric.name != name:

@@ -74,6 +74,26 @@ def test_variants_without_agent_run_each_variant_and_a_bad_one_is_named_as_given
     assert f"--variant b={tmp_path / 'agent.py'}:nope" in error and "metadata.agent" not in error
 
 
+def test_a_mistyped_agent_or_metric_is_answered_with_what_to_write_instead(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's typos: the attribute after the colon, the agent file's path, a metric's name.
+    Each error names what exists, so the fix can be copied from it."""
+    monkeypatch.chdir(tmp_path)
+    suite = _suite(tmp_path)
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"respnse_match": 0.7}}))
+    assert _run(suite, tmp_path, "--agent", "agent.py:agent") == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert "unknown metric 'respnse_match'; did you mean 'response_match'?" in said
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"response_match": 0.7}}))
+    assert _run(suite, tmp_path, "--agent", "agent.py:agnet") == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert "agent.py has no attribute 'agnet'; it defines agent" in said
+    assert _run(suite, tmp_path, "--agent", "agents/agent.py:agent") == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"file agents/agent.py not found (a relative path is read from {tmp_path})" in said
+
+
 def test_no_prefect_says_why_the_run_is_not_a_flow_run_when_an_api_is_configured(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -217,7 +217,7 @@ BAD_FILES = [
     (
         "unknown_metric.evalset.json",
         _evalset(metadata={"eval_config": {"criteria": {"rogue": 0.5}}}),
-        "criteria.rogue: unknown metric 'rogue'; valid metrics are: ",
+        "criteria.rogue: unknown metric 'rogue'; did you mean 'rouge'? valid metrics are: ",
     ),
     (
         "bad_arg.evalset.json",

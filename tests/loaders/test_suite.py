@@ -354,7 +354,9 @@ def test_a_malformed_file_names_file_location_and_expectation(
 
 def test_an_unknown_metric_lists_every_valid_name(tmp_path: Path) -> None:
     problem = the_problem(write(tmp_path, "s.evalset.json", inline_config({"rogue": 0.5})))
-    assert problem.message == f"unknown metric 'rogue'; valid metrics are: {', '.join(REGISTRY.names())}"
+    assert problem.message == (
+        f"unknown metric 'rogue'; did you mean 'rouge'? valid metrics are: {', '.join(REGISTRY.names())}"
+    )
 
 
 def test_a_missing_suite_file_is_named(tmp_path: Path) -> None:

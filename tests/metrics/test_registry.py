@@ -23,11 +23,16 @@ def test_the_same_metric_twice_is_rejected() -> None:
         MetricRegistry([ToolsCalled, ToolsCalled])
 
 
-def test_an_unknown_name_lists_the_valid_names() -> None:
+def test_an_unknown_name_suggests_the_closest_and_lists_the_valid_names() -> None:
     registry = MetricRegistry([NotContains, Contains])
     with pytest.raises(MetricConfigError) as error:
         registry.get("contain")
-    assert str(error.value) == "unknown metric 'contain'; valid metrics are: contains, not_contains"
+    assert str(error.value) == (
+        "unknown metric 'contain'; did you mean 'contains'? valid metrics are: contains, not_contains"
+    )
+    with pytest.raises(MetricConfigError) as error:
+        registry.get("bleu")  # nothing close: no guess
+    assert str(error.value) == "unknown metric 'bleu'; valid metrics are: contains, not_contains"
 
 
 def test_building_an_unknown_metric_is_a_config_error() -> None:
