@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -50,7 +52,8 @@ def problems_from_validation(
     (unless `echo` is False: a file named by reference may not be the file meant, and its
     contents must not be printed)."""
     problems = []
-    for issue in error.errors():
+    issues = error.errors()
+    for issue in issues:
         message = issue["msg"]
         if not echo and "input" in issue and issue["type"] not in {"missing"}:
             message = f"{message}; found a {type(issue['input']).__name__}"
@@ -58,5 +61,22 @@ def problems_from_validation(
             message = f"{message}; found {found(issue['input'])}"
         elif issue["type"] == "missing":
             message = "required field is missing"
+        if issue["type"] == "extra_forbidden":
+            message += _meant(issue, issues)
         problems.append(Problem(file, json_path(tuple(issue["loc"]), prefix), message))
     return problems
+
+
+def _meant(extra: Any, issues: list[Any]) -> str:
+    """For a field the model does not know: the required field missing beside it whose name
+    is close ('conversaton' beside a missing 'conversation'), else what to do."""
+    parent, name = tuple(extra["loc"][:-1]), str(extra["loc"][-1])
+    missing = [
+        str(issue["loc"][-1])
+        for issue in issues
+        if issue["type"] == "missing" and tuple(issue["loc"][:-1]) == parent
+    ]
+    close = difflib.get_close_matches(name, missing, n=1, cutoff=0.75)
+    if close:
+        return f"; did you mean {close[0]!r} (required, missing)?"
+    return "; remove it, or correct its spelling"

@@ -6,10 +6,12 @@ call the same checks, so a request that passes one passes the others.
 
 from __future__ import annotations
 
+import difflib
 import os
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from proctor.agents import AgentLoadError, load_target
 from proctor.judges import CredentialError, resolve_api_key
@@ -69,7 +71,8 @@ def prepare(request: EvaluationRequest) -> tuple[Suite, list[Case], str]:
                     suite.path,
                     "metadata.agent",
                     "no agent: pass --agent module:attr (or file.py:attr, openai:agent.yaml, "
-                    "http:endpoint.yaml), or set metadata.agent in the suite",
+                    "http:endpoint.yaml), or set metadata.agent in the suite"
+                    + _agent_misspelt(suite.metadata),
                 )
             ]
         )
@@ -267,3 +270,13 @@ def agent_warnings(agent: object) -> list[str]:
     """What loading the agent had to say (an `openai:` agent's tools it cannot fully honour),
     shown with the suite's own warnings."""
     return list(getattr(agent, "warnings", None) or [])
+
+
+def _agent_misspelt(metadata: dict[str, Any]) -> str:
+    """The suite's metadata key that was probably meant as `agent` ('agnet', 'Agent')."""
+    keys = [str(key) for key in metadata if key != "agent"]
+    close = difflib.get_close_matches("agent", [key.lower() for key in keys], n=1, cutoff=0.75)
+    if not close:
+        return ""
+    key = next(key for key in keys if key.lower() == close[0])
+    return f" (its metadata has {key!r}: rename it 'agent')"

@@ -94,6 +94,32 @@ def test_a_mistyped_agent_or_metric_is_answered_with_what_to_write_instead(
     assert f"file agents/agent.py not found (a relative path is read from {tmp_path})" in said
 
 
+def test_a_misspelt_field_in_a_suite_says_what_was_meant_or_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    suite = _suite(tmp_path)
+    written = json.loads(suite.read_text())
+    written["eval_set_idd"] = written.pop("eval_set_id")  # beside a required field now missing
+    written["eval_cases"][0]["conversaton"] = written["eval_cases"][0]["conversation"]
+    suite.write_text(json.dumps(written))
+    assert _run(suite, tmp_path, "--agent", f"{tmp_path / 'agent.py'}:agent") == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert "eval_set_idd: Extra inputs are not permitted; found 'mine'; did you mean 'eval_set_id'" in said
+    assert "eval_cases[0].conversaton: Extra inputs are not permitted" in said
+    assert "remove it, or correct its spelling" in said
+
+
+def test_a_misspelt_metadata_agent_is_pointed_at(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    suite = _suite(tmp_path)
+    written = json.loads(suite.read_text())
+    written["metadata"] = {"agnet": "agent.py:agent"}
+    suite.write_text(json.dumps(written))
+    (tmp_path / "eval_config.json").write_text(json.dumps({"criteria": {"response_match": 0.7}}))
+    assert _run(suite, tmp_path) == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert "no agent: pass --agent" in said and "(its metadata has 'agnet': rename it 'agent')" in said
+
+
 def test_no_prefect_says_why_the_run_is_not_a_flow_run_when_an_api_is_configured(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
