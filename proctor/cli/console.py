@@ -83,6 +83,31 @@ def escape(text: str) -> str:
     return rich_escape(terminal_text(text))
 
 
+def with_path_hint(error: Exception, given: str) -> Exception:
+    """The suite path given on the command line, when it is not found, said with the folder
+    a relative path is read from and what a suite path may name."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from proctor.loaders import SuiteError
+
+    problems = getattr(error, "problems", None)
+    if not problems or Path(given).is_absolute():
+        return error
+    hint = (
+        f"file not found in {Path.cwd()} (where a relative path is read from); give the path of a "
+        "suite file (.evalset.json, .test.json, agent.yaml, a Vanna dataset) or of a folder of them"
+    )
+    return SuiteError(
+        [
+            replace(problem, message=hint)
+            if problem.file in (given, str(Path(given))) and problem.message == "file not found"
+            else problem
+            for problem in problems
+        ]
+    )
+
+
 def print_problems(error: Exception) -> None:
     from rich.console import Console
 

@@ -20,6 +20,7 @@ from proctor.cli.console import (
     sigterm_as_interrupt,
     stopped_by_signal,
     terminal_text,
+    with_path_hint,
 )
 from proctor.cli.stored import find_run, resolve_run_id
 from proctor.cli.temporary_server import with_prefect_api
@@ -156,7 +157,8 @@ def run_command(args: argparse.Namespace) -> int:
         except SuiteError as error:
             problems += error.problems
     if problems or not planned:
-        print_problems(SuiteError(problems or [Problem(args.suite, "", "no suite files found")]))
+        found = SuiteError(problems or [Problem(args.suite, "", "no suite files found")])
+        print_problems(with_path_hint(found, args.suite))
         return EXIT_BAD_INPUT
     if args.report_dir and len(planned) > 1:  # one report folder per suite, named by its path
         root = Path(args.suite)

@@ -16,6 +16,7 @@ from proctor.cli.console import (
     escape,
     print_problems,
     print_regression,
+    with_path_hint,
 )
 
 
@@ -25,7 +26,7 @@ def validate_command(args: argparse.Namespace) -> int:
     try:
         suites = load_suites(args.suite, config_path=args.config)
     except SuiteError as error:
-        print_problems(error)
+        print_problems(with_path_hint(error, args.suite))
         return EXIT_BAD_INPUT
     from proctor.run.preparation import preflight_problems
 

@@ -120,6 +120,19 @@ def test_a_misspelt_metadata_agent_is_pointed_at(tmp_path: Path, capsys: pytest.
     assert "no agent: pass --agent" in said and "(its metadata has 'agnet': rename it 'agent')" in said
 
 
+def test_a_suite_path_not_found_says_where_it_was_looked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _run(Path("evals/mine.evalset.json"), tmp_path, "--agent", "agent.py:agent") == EXIT_BAD_INPUT
+    said = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"evals/mine.evalset.json: file not found in {tmp_path} (where a relative path is read from)" in said
+    )
+    assert main(["validate", "evals/"]) == EXIT_BAD_INPUT
+    assert f"evals: file not found in {tmp_path}" in " ".join(capsys.readouterr().err.split())
+
+
 def test_no_prefect_says_why_the_run_is_not_a_flow_run_when_an_api_is_configured(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
