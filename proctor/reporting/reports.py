@@ -6,6 +6,7 @@ from SQL aggregates, so nothing needs the whole suite in memory and each row is 
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from proctor import __version__
-from proctor.costs import run_totals
+from proctor.costs import RunTotals, run_totals
 from proctor.models.agentflow import CriterionStats, EvalCaseResult, EvalSummary
 from proctor.models.holodeck import ReportSummary, TestResult
 from proctor.models.outcome import AgentTurn
@@ -228,14 +229,21 @@ def _write_files(*, session: Session, run: EvalRun, files: ReportFiles, temporar
     files.html.write_text(html.html(session), encoding="utf-8")
     files.junit.write_text(junit.xml(), encoding="utf-8")
     if files.verdict is not None:
-        files.verdict.write_text(verdict_json(run), encoding="utf-8")
+        totals = run_totals(session=session, run_id=run.id)
+        files.verdict.write_text(verdict_json(run, totals), encoding="utf-8")
 
 
-def verdict_json(run: EvalRun) -> str:
+def verdict_json(run: EvalRun, totals: RunTotals) -> str:
     """The run's verdict against its history as JSON, beside report.json: the labels, their
-    counts and evidence, the run-level test. report.json is HoloDeck's `TestReport`, which
-    HoloDeck's own reader refuses with a key it does not know, so the verdict has a file of
-    its own rather than a key there."""
+    counts and evidence, the run-level test, and the run's spend (tokens, calls, retries, cost
+    priced as the run stored its prices). report.json is HoloDeck's `TestReport` and
+    eval_report.json agentflow's `EvalReport`, whose readers refuse a key they do not know, so
+    these have a file of their own rather than a key there."""
+    spend = dataclasses.asdict(totals) | {
+        "agent_tokens": totals.agent_tokens,
+        "judge_tokens": totals.judge_tokens,
+        "cost": totals.cost_text,
+    }
     return to_json(
         {
             "run_id": str(run.id),
@@ -244,6 +252,7 @@ def verdict_json(run: EvalRun) -> str:
             "variant": run.variant,
             "baseline_run_id": str(run.baseline_run_id) if run.baseline_run_id else None,
             "comparison": run.comparison,
+            "totals": spend,
         },
         indent=2,
     )

@@ -118,6 +118,36 @@ def test_reports_of_a_stored_run_agree_with_the_database(sqlite_url: str, tmp_pa
     assert 'tests="3"' in junit and 'failures="1"' in junit and 'skipped="0"' in junit
 
 
+def test_verdict_json_carries_the_runs_tokens_calls_and_cost(sqlite_url: str, tmp_path: Path) -> None:
+    """report.json and eval_report.json keep HoloDeck's and agentflow's shapes (no field for
+    totals); a script reading the run's spend finds it in verdict.json, equal to the stored rows."""
+    (tmp_path / "agent.py").write_text(
+        "def agent(request):\n"
+        "    request.record_usage(prompt_tokens=100, completion_tokens=7)\n"
+        "    request.record_usage(prompt_tokens=50, completion_tokens=3)\n"
+        "    return 'Open 9 to 5'\n"
+    )
+    run_id = stored_run(sqlite_url, suite_id="hours")
+    settings = RunSettings(
+        run_id=run_id,
+        database_url=sqlite_url,
+        agent=f"{tmp_path / 'agent.py'}:agent",
+        suite_dir=str(tmp_path),
+    )
+    spec = [MetricSpec(name="contains", args={"values": ["9"]})]
+    works = [CaseWork(i, make_case(case_id=cid, metrics=spec)) for i, cid in enumerate(["a", "b"])]
+    asyncio.run(run_chunk(works, runtime_for(settings)))
+    release_runtime(run_id)
+    run = close_run(database_url=sqlite_url, run_id=run_id, status=RunStatus.COMPLETED)
+    with Session(get_engine(sqlite_url)) as session:
+        files = write_reports(session=session, run=session.get(EvalRun, run.id), directory=tmp_path / "out")
+    totals = json.loads(files.verdict.read_text())["totals"]
+    assert (totals["agent_prompt_tokens"], totals["agent_completion_tokens"]) == (300, 20)
+    assert totals["agent_tokens"] == 320 and totals["judge_calls"] == 0 and totals["judge_tokens"] == 0
+    assert totals["cost"].startswith("unknown")  # the agent's model is not known: never $0
+    assert totals["cost_usd"] is None
+
+
 SEED = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds" / "agentflow-evaluation-data-models.md"
 SEED_MODELS = ("EvalReport", "EvalSummary", "EvalCaseResult", "CriterionResult")
 
