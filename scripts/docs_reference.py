@@ -4,7 +4,7 @@
 suite may use, its arguments and their defaults, its default threshold and how it scores (the
 metric class's `how_it_scores`); `docs/metrics/adk-vanna.md` the ADK metrics refused by name.
 `docs/configuration.md` carries the settings table (`proctor/settings.py`), `docs/suites/holodeck.md`
-what Proctor does with each HoloDeck tool kind and provider (`proctor/loaders/holodeck/support.py`).
+what Proctor does with each HoloDeck tool kind and provider (`proctor/agents/tools/holodeck_support.py`).
 Each table sits between `<!-- generated: NAME -->` and `<!-- end generated -->`.
 
     python scripts/docs_reference.py          # rewrite the tables in place
@@ -92,7 +92,7 @@ def settings_table() -> str:
 
 
 def holodeck_support_table() -> str:
-    from proctor.loaders.holodeck.support import support_table
+    from proctor.agents.tools.holodeck_support import support_table
 
     return support_table()
 

@@ -32,6 +32,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -483,6 +484,9 @@ class QuotaSettings:
     limits: list[QuotaLimit] = field(default_factory=list)
     patience_s: float = DEFAULT_PATIENCE_S
     share_url: str | None = None  # the results database other processes share the quota through
+    # how a share opens that database: given by the run (`proctor.storage.get_engine`), which
+    # sits above this module, so the budget knows a database only by what it is handed
+    open_engine: Callable[[str], Any] | None = None
 
     def stated(self, endpoint: str) -> QuotaLimit | None:
         matching = [limit for limit in self.limits if limit.matches(endpoint)]
@@ -496,7 +500,10 @@ _registry_lock = threading.Lock()
 
 
 def configure(
-    limits: list[QuotaLimit] | None = None, patience_s: float | None = None, share_url: str | None = None
+    limits: list[QuotaLimit] | None = None,
+    patience_s: float | None = None,
+    share_url: str | None = None,
+    open_engine: Callable[[str], Any] | None = None,
 ) -> None:
     """The stated limits and patience for budgets made from now on in this process (a run
     calls it when it starts; budgets already made keep learning, with the new stated limits),
@@ -506,7 +513,8 @@ def configure(
     _settings = QuotaSettings(
         list(limits or []),
         patience_s if patience_s is not None else DEFAULT_PATIENCE_S,
-        share_url if quota_share.enabled() else None,
+        share_url if quota_share.enabled() and open_engine is not None else None,
+        open_engine,
     )
     for (endpoint, _key), budget in list(_budgets.items()):
         stated = _settings.stated(endpoint)
@@ -532,7 +540,11 @@ def budget_for(endpoint: str, key_id: str) -> QuotaBudget:
         budget = _budgets.get(index)
         if budget is None:
             stated = _settings.stated(endpoint)
-            share = QuotaShare(_settings.share_url, endpoint, key_id) if _settings.share_url else None
+            share = (
+                QuotaShare(_settings.share_url, endpoint, key_id, _settings.open_engine)
+                if _settings.share_url and _settings.open_engine
+                else None
+            )
             budget = _budgets[index] = QuotaBudget(
                 endpoint, stated=stated, patience_s=_settings.patience_s, share=share
             )

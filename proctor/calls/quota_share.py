@@ -30,7 +30,9 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from proctor.models.quota import normalized_endpoint
@@ -76,8 +78,11 @@ class Answer:
 class QuotaShare:
     """One endpoint and key's row, as one process uses it (its grant and the debts it owes)."""
 
-    def __init__(self, database_url: str, endpoint: str, key_id: str) -> None:
+    def __init__(
+        self, database_url: str, endpoint: str, key_id: str, open_engine: Callable[[str], Any]
+    ) -> None:
         self.database_url = database_url
+        self.open_engine = open_engine  # the run's `proctor.storage.get_engine`
         self.budget = budget_key(endpoint, key_id)
         self.endpoint = _shown(endpoint)
         self.requests = 0.0  # of the grant in hand
@@ -137,10 +142,9 @@ class QuotaShare:
         from sqlalchemy.exc import IntegrityError
 
         from proctor.models.tables import QuotaShareRow
-        from proctor.storage import get_engine
 
         table = QuotaShareRow.__table__  # type: ignore[attr-defined]
-        engine = get_engine(self.database_url)
+        engine = self.open_engine(self.database_url)
         request_rate = rpm / 60 if rpm else None
         token_rate = tpm / 60 if tpm else None
         request_cap = max(1.0, (request_rate or 0) * BURST_S)

@@ -156,7 +156,10 @@ def new_runtime(settings: RunSettings) -> Runtime:
     # the stated limits (the request's, else PROCTOR_RATE_LIMITS) for every model client's budget
     # the stated limits hold across processes: the quota is shared through the results database
     quota.configure(
-        settings.rate_limits or quota.limits_from_env(), settings.quota_patience_s, settings.database_url
+        settings.rate_limits or quota.limits_from_env(),
+        settings.quota_patience_s,
+        settings.database_url,
+        open_engine=get_engine,
     )
     return Runtime(
         settings=settings,

@@ -17,6 +17,7 @@ import pytest
 from proctor.calls.quota import QuotaBudget
 from proctor.calls.quota_share import QuotaShare
 from proctor.models.quota import QuotaLimit
+from proctor.storage import get_engine
 from tests.fakes import FakeOpenAI
 from tests.fakes.quota import ProviderQuota
 
@@ -157,7 +158,7 @@ def test_budgets_of_two_processes_share_one_bucket_on_sqlite_and_postgresql(
             QuotaBudget(
                 "http://provider/v1",
                 stated=QuotaLimit(rpm=rpm),
-                share=QuotaShare(url, "http://provider/v1", "k"),
+                share=QuotaShare(url, "http://provider/v1", "k", get_engine),
             )
             for _ in range(2)
         ]

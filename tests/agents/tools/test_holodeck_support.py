@@ -1,5 +1,5 @@
 """The HoloDeck support table (docs/suites/holodeck.md, generated from
-`proctor/loaders/holodeck/support.py`): every tool kind and provider HoloDeck accepts is in it,
+`proctor/agents/tools/holodeck_support.py`): every tool kind and provider HoloDeck accepts is in it,
 and what it says is what loading an agent.yaml does."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import get_args
 import pytest
 
 from proctor.agents.providers import auth_problem
-from proctor.loaders.holodeck.support import REFUSED, SUPPORTED, WARNED, support_rows
+from proctor.agents.tools.holodeck_support import REFUSED, SUPPORTED, WARNED, support_rows
 from proctor.loaders.holodeck.tools import tool_entries
 from proctor.models.holodeck import PROVIDERS
 from proctor.models.holodeck_tools import TOOL_TYPES, DatabaseConfig, KeywordIndexConfig, MCPTool
