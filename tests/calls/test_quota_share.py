@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -80,19 +81,33 @@ def _busiest_window(times: list[float], window_s: float) -> int:
 
 
 class _Server:
-    """Counts each process's requests, by model name, with their arrival times."""
+    """Counts each process's requests, by model name, with their arrival times. With `together`
+    names, no request is answered (or counted) until each of them has sent one: how long a
+    process takes to start on a loaded machine then cannot decide whether the runs overlap."""
 
-    def __init__(self) -> None:
+    def __init__(self, together: tuple[str, ...] = ()) -> None:
         self.quota = ProviderQuota()  # counts and timestamps, refuses nothing
         self.arrivals: dict[str, list[float]] = {}
+        self._together = set(together)
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._all_started = threading.Event()
+        if not together:
+            self._all_started.set()
 
     def reply(self, body: dict) -> str:
-        self.arrivals.setdefault(body.get("model", ""), []).append(time.monotonic())
+        name = body.get("model", "")
+        with self._lock:
+            self._seen.add(name)
+            if self._together <= self._seen:
+                self._all_started.set()
+        self._all_started.wait(timeout=240)
+        self.arrivals.setdefault(name, []).append(time.monotonic())
         return "The answer is 42."
 
 
 def test_two_processes_stay_within_the_stated_limit_together(tmp_path: Path, sqlite_url: str) -> None:
-    server = _Server()
+    server = _Server(together=("worker-a", "worker-b"))
     cases = 240  # each: 12 s alone at the limit, so the two overlap however they start
     with FakeOpenAI(default=server.reply, quota=server.quota) as api:
         runs = [
