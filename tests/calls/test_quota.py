@@ -73,9 +73,11 @@ def test_a_limit_learned_from_the_providers_headers_is_reported() -> None:
 
 
 def test_a_calls_time_limit_does_not_count_its_wait_for_quota() -> None:
-    quota.configure([QuotaLimit(rpm=60)])  # the third call waits ~2 s for its turn
+    # one call every 3 s: the third waits ~6 s for its turn, more than twice its 2.5 s limit,
+    # which leaves an immediate answer 2.5 s even on a busy machine
+    quota.configure([QuotaLimit(rpm=20)])
     with FakeOpenAI(default="ok") as api:
-        replies = asyncio.run(_ask(api.base_url, 3, timeout_s=0.8))
+        replies = asyncio.run(_ask(api.base_url, 3, timeout_s=2.5))
     assert replies == ["ok"] * 3
 
 

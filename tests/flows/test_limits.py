@@ -250,16 +250,17 @@ def _limited_judged_run(
 def test_a_judges_timeout_counts_its_call_not_its_wait_for_a_slot(
     tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Eight agents (0.2 s) and eight judges (0.3 s) one at a time: the last judge waits ~3 s for
-    # its slot, twice its 1.5 s timeout; the calls themselves take a fifth of it.
+    # Eight agents (0.2 s) and eight judges (0.6 s) one at a time: the last judge waits ~5.6 s
+    # for its slot, nearly twice its 3 s timeout; a call itself takes a fifth of the timeout,
+    # so a busy machine has 2.4 s of margin before a call's own time could reach it.
     summary, api, shared = _limited_judged_run(
         tmp_path,
         sqlite_url,
         monkeypatch,
         limit="proctor-test-slot-wait",
         cases=8,
-        timeout_ms=1500,
-        judge_s=0.3,
+        timeout_ms=3000,
+        judge_s=0.6,
     )
     assert (summary.total, summary.passed, summary.errored) == (8, 8, 0)
     assert len(api.completions) == 8 and shared["peak"][0] == 1
