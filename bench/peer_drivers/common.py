@@ -11,6 +11,7 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 PROJECT = Path(__file__).resolve().parents[2]
 WARMUP_CASES = 10
@@ -98,6 +99,40 @@ class Framework:
 
     def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:  # pragma: no cover
         raise NotImplementedError
+
+
+@dataclass
+class DriverFramework(Framework):
+    """A framework with no command of its own (pydantic-evals' `evaluate_sync`, DeepEval's
+    `evaluate`): its command is a driver script in the peer Python, reading the shared cases.json,
+    which prints `PEERS_RESULT {json}`; one run of it is the whole command."""
+
+    python: str = ""
+    concurrency: int = 32
+    settle: float = 4.0
+    env: dict[str, str] = field(default_factory=dict)
+    driver_file: ClassVar[str] = ""
+    driver_text: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # the name a failed check is reported under
+
+    def _driver(self, workload: Path, out: Path, runs: int) -> tuple[float, dict]:
+        driver = out / self.driver_file
+        driver.write_text(self.driver_text)
+        args = [str(workload / "cases.json"), str(runs), str(self.concurrency), str(self.settle)]
+        # cwd=out: what a framework writes under the working directory stays in the run's folder
+        seconds, output, code = run(
+            [self.python, str(driver), *args], cwd=out, env=self.env, timeout=self.timeout * runs
+        )
+        return seconds, driver_result(output, code)
+
+    def command(self, workload: Path, out: Path, cases: int) -> float:
+        seconds, result = self._driver(workload, out, 1)
+        first = result["runs"][0]
+        check_all_passed(self.label, first["total"], first["passed"], cases)
+        return seconds
+
+    def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:
+        return self._driver(workload, out, runs)[1]
 
 
 def python_versions(python: str, distributions: list[str]) -> dict[str, str | None]:

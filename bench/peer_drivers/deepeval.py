@@ -5,10 +5,9 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import Framework, check_all_passed, driver_result, run
+from .common import DriverFramework
 
 DEEPEVAL_DRIVER = """
 import json, sys, time
@@ -78,31 +77,10 @@ def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: 
     """DeepEval reads the shared cases.json: nothing of its own to write."""
 
 
-@dataclass
-class DeepEval(Framework):
-    python: str = ""
-    concurrency: int = 32
-    settle: float = 4.0
-    env: dict[str, str] = field(default_factory=dict)
-
-    def _driver(self, workload: Path, out: Path, runs: int) -> tuple[float, dict]:
-        driver = out / "deepeval_driver.py"
-        driver.write_text(DEEPEVAL_DRIVER)
-        args = [str(workload / "cases.json"), str(runs), str(self.concurrency), str(self.settle)]
-        # cwd=out: DeepEval writes .deepeval/.latest_run_full.json under the working directory.
-        seconds, output, code = run(
-            [self.python, str(driver), *args], cwd=out, env=self.env, timeout=self.timeout * runs
-        )
-        return seconds, driver_result(output, code)
-
-    def command(self, workload: Path, out: Path, cases: int) -> float:
-        # DeepEval's `evaluate` has no command of its own: the command is the driver, one run.
-        seconds, result = self._driver(workload, out, 1)
-        check_all_passed("deepeval evaluate", result["runs"][0]["total"], result["runs"][0]["passed"], cases)
-        return seconds
-
-    def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:
-        return self._driver(workload, out, runs)[1]
+class DeepEval(DriverFramework):
+    driver_file = "deepeval_driver.py"
+    driver_text = DEEPEVAL_DRIVER
+    label = "deepeval evaluate"
 
 
 def find(

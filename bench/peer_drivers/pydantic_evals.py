@@ -5,10 +5,9 @@ memory."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import Framework, check_all_passed, driver_result, run
+from .common import DriverFramework
 
 PYDANTIC_EVALS_DRIVER = """
 import json, sys, time
@@ -53,33 +52,12 @@ def write_files(folder: Path, cases: list[dict[str, str]], n: int, concurrency: 
     """pydantic-evals reads the shared cases.json: nothing of its own to write."""
 
 
-@dataclass
-class PydanticEvals(Framework):
+class PydanticEvals(DriverFramework):
     """pydantic-evals keeps its report in memory (it persists nothing unless Logfire is set up)."""
 
-    python: str = ""
-    concurrency: int = 32
-    settle: float = 4.0
-    env: dict[str, str] = field(default_factory=dict)
-
-    def _driver(self, workload: Path, out: Path, runs: int) -> tuple[float, dict]:
-        driver = out / "pydantic_evals_driver.py"
-        driver.write_text(PYDANTIC_EVALS_DRIVER)
-        args = [str(workload / "cases.json"), str(runs), str(self.concurrency), str(self.settle)]
-        seconds, output, code = run(
-            [self.python, str(driver), *args], cwd=out, env=self.env, timeout=self.timeout * runs
-        )
-        return seconds, driver_result(output, code)
-
-    def command(self, workload: Path, out: Path, cases: int) -> float:
-        # `evaluate_sync` has no command of its own: the command is the driver, one run.
-        seconds, result = self._driver(workload, out, 1)
-        first = result["runs"][0]
-        check_all_passed("pydantic-evals", first["total"], first["passed"], cases)
-        return seconds
-
-    def in_process(self, workload: Path, out: Path, cases: int, runs: int) -> dict:
-        return self._driver(workload, out, runs)[1]
+    driver_file = "pydantic_evals_driver.py"
+    driver_text = PYDANTIC_EVALS_DRIVER
+    label = "pydantic-evals"
 
 
 def find(
