@@ -1,12 +1,18 @@
 """When does `--dask-address` pay off? The same suite in-process and on a local Dask cluster.
 
-Each case's agent burns --cpu-ms of pure-Python CPU (a sync agent holds the GIL, so in one
-process the cases take turns on one core) and one `response_match` metric scores it. Every
-run is `proctor run SUITE --no-prefect` as a subprocess, whole command, with a fresh SQLite
-database: in-process, then with `--dask-address local:N` (N worker processes, cluster start-up
-included). Prints wall time per size and the speed-up, with the machine's load.
+Two workloads, one `response_match` metric per case:
+- CPU-bound (default): each case's agent burns --cpu-ms of pure-Python CPU (a sync agent holds
+  the GIL, so in one process the cases take turns on one core);
+- latency-bound (--sleep-ms 200): an async agent that waits --sleep-ms and uses no CPU, as an
+  agent waiting on a model does; here one run adds up over Dask workers, since each worker runs
+  a chunk at a time with its own --concurrency.
+Every run is `proctor run SUITE --no-prefect` as a subprocess, whole command, with a fresh
+SQLite database: in-process, then with `--dask-address local:N` for each N of --workers
+(N worker processes, cluster start-up included). Prints wall time per size, the speed-up over
+in-process, and the throughput ratio to local:1 when 1 is among --workers, with the load.
 
-Usage: python bench/dask_speedup.py [--sizes 200,2000] [--cpu-ms 10] [--workers 2] [--repeats 1]
+Usage: python bench/dask_speedup.py [--sizes 200,2000] [--cpu-ms 10 | --sleep-ms 200]
+                                    [--workers 2 | --workers 1,2,4] [--concurrency 8] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -38,6 +44,17 @@ def agent(request):
 """
 
 
+SLEEPING_AGENT = """
+import asyncio, os
+
+SLEEP_S = float(os.environ["BENCH_SLEEP_MS"]) / 1000
+
+async def agent(request):
+    await asyncio.sleep(SLEEP_S)  # waits as for a model: no CPU, no GIL
+    return "answer " + request.input
+"""
+
+
 def whole_command(suite: Path, folder: Path, extra: list[str], env: dict[str, str]) -> float:
     cli = Path(sys.executable).parent / "proctor"
     command = [
@@ -65,28 +82,43 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="200,2000")
     parser.add_argument("--cpu-ms", type=float, default=10.0, help="CPU time each agent call burns")
-    parser.add_argument("--workers", type=int, default=2, help="Dask worker processes")
+    parser.add_argument(
+        "--sleep-ms", type=float, help="latency-bound instead: an async agent that waits this long, no CPU"
+    )
+    parser.add_argument("--workers", default="2", help="Dask worker processes, one count or several (1,2,4)")
+    parser.add_argument("--concurrency", type=int, default=8, help="--concurrency (per chunk on Dask)")
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
-    env = {**os.environ, "BENCH_CPU_MS": str(args.cpu_ms), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    counts = [int(n) for n in str(args.workers).split(",")]
+    env = {
+        **os.environ,
+        "BENCH_CPU_MS": str(args.cpu_ms),
+        "BENCH_SLEEP_MS": str(args.sleep_ms or 0),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    workload = f"{args.cpu_ms:g} ms CPU per case"
+    if args.sleep_ms:
+        workload = f"agent waits {args.sleep_ms:g} ms (no CPU)"
     print(
         f"{os.cpu_count()} CPUs, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-        f"{args.cpu_ms:g} ms CPU per case"
+        f"{workload}; --concurrency {args.concurrency}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             folder = Path(tmp) / f"n{size}"
             folder.mkdir()
             suite = echo_suite(
-                folder, name=f"dask_bench_{size}", cases=size, agent=AGENT, fails=lambda i: False
+                folder,
+                name=f"dask_bench_{size}",
+                cases=size,
+                agent=SLEEPING_AGENT if args.sleep_ms else AGENT,
+                fails=lambda i: False,
             )
+            concurrency = ["--concurrency", str(args.concurrency)]
             figures = {}
             for label, extra in (
-                ("in-process", ["--concurrency", "8"]),
-                (
-                    f"Dask local:{args.workers}",
-                    ["--concurrency", "8", "--dask-address", f"local:{args.workers}"],
-                ),
+                ("in-process", concurrency),
+                *((f"Dask local:{n}", [*concurrency, "--dask-address", f"local:{n}"]) for n in counts),
             ):
                 runs = []
                 for k in range(args.repeats):
@@ -94,9 +126,15 @@ def main() -> None:
                     out.mkdir()
                     runs.append(whole_command(suite, out, extra, env))
                 figures[label] = statistics.median(runs)
-                print(f"  {size:>6} cases  {label:<14} {figures[label]:7.2f} s", flush=True)
-            local, dask = figures.values()
-            print(f"  {size:>6} cases  speed-up with Dask: {local / dask:.2f}x", flush=True)
+                ratio = ""
+                if label.startswith("Dask") and "Dask local:1" in figures:
+                    ratio = f", {figures['Dask local:1'] / figures[label]:.2f}x local:1"
+                seconds = figures[label]
+                print(
+                    f"  {size:>6} cases  {label:<14} {seconds:7.2f} s  {size / seconds:7.1f} cases/s"
+                    f"  speed-up over in-process {figures['in-process'] / figures[label]:.2f}x{ratio}",
+                    flush=True,
+                )
     print(f"load at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
