@@ -72,7 +72,7 @@ def text_box(label: str) -> str:
 
 def fill(page: Browser, label: str, text: str, choice: str | None = None) -> None:
     if choice:  # an optional field starts at its empty choice: choose its value's tab first
-        page.click(tab(label, choice))
+        page.click_until(tab(label, choice), f"!!{text_box(label)}", what=f"{label}: its {choice} box")
     page.type_into(text_box(label), text)
 
 
@@ -191,8 +191,7 @@ def test_the_run_form_starts_a_run_that_ends_red_and_posts_to_slack(service, tmp
         page.type_into(text_box("Suite"), "examples/weather/weather.evalset.json")
         fill(page, "Results database", f"sqlite:///{database}", choice="URL")
         fill(page, "Report folder", str(tmp_path / "report"), choice="Folder")
-        page.click(tab("Slack", "Slack settings"))  # Slack on
-        page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
+        page.click_until(tab("Slack", "Slack settings"), f"!!{field('Channel')}", what="the Slack settings")
         fill(page, "Channel", "#agent-evals", choice="Channel")
         fill(page, "Slack API URL", slack.api_url, choice="URL")
         earlier = _flow_run_ids(service)
@@ -230,8 +229,7 @@ def test_every_field_shows_its_title_its_description_and_named_choices(service, 
     request, slack = schema["properties"], schema["$defs"]["SlackSettings"]["properties"]
     with browser(tmp_path / "chromium") as page:
         _open_form(page, service)
-        page.click(tab("Slack", "Slack settings"))
-        page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
+        page.click_until(tab("Slack", "Slack settings"), f"!!{field('Channel')}", what="the Slack settings")
         for properties in (request, slack):
             for spec in properties.values():
                 description = json.dumps(" ".join(spec["description"].split()))
@@ -242,7 +240,9 @@ def test_every_field_shows_its_title_its_description_and_named_choices(service, 
                 )
                 names = [choice.get("title") for choice in spec.get("anyOf", [])]
                 for name in filter(None, names):  # Slack's first tab is the nested form's title
-                    page.wait_for(f"!!{tab(spec['title'], name)}", timeout=30, what=f"{spec['title']}: {name}")
+                    page.wait_for(
+                        f"!!{tab(spec['title'], name)}", timeout=30, what=f"{spec['title']}: {name}"
+                    )
         page.wait_for(f"!!{tab('Slack', 'Off')}", timeout=30, what="Slack's Off tab")
         assert page.evaluate(f"({text_box('Bot token (its name)')}).type") == "password"  # masked
         page.screenshot(tmp_path / "form.png")
@@ -259,8 +259,7 @@ def test_a_refused_value_is_said_in_words_under_its_field_and_never_shown_back(s
         _open_form(page, service)
         fill(page, "Results database", f"postgresql://proctor:{password}@db.example/proctor", choice="URL")
         fill(page, "Dask cluster", "scheduler-without-scheme:8786", choice="Address")
-        page.click(tab("Slack", "Slack settings"))
-        page.wait_for(f"!!{field('Channel')}", what="the Slack settings")
+        page.click_until(tab("Slack", "Slack settings"), f"!!{field('Channel')}", what="the Slack settings")
         page.type_into(text_box("Bot token (its name)"), typed)
         page.click(SUBMIT)
         expected = {

@@ -137,6 +137,20 @@ class Browser:
         )
         self.click_at(*box)
 
+    def click_until(self, locate: str, expect: str, *, timeout: float = 180, what: str | None = None) -> Any:
+        """Click `locate` until the JavaScript expression `expect` is true, then its value. A page
+        still laying itself out (a loaded machine renders late) can move the element between
+        finding its centre and the click, and the click lands beside it: click again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.click(locate)
+            with contextlib.suppress(TimeoutError):
+                return self.wait_for(
+                    expect, timeout=min(10.0, max(0.0, deadline - time.monotonic())), what=what
+                )
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what or expect} not true within {timeout}s of clicking {locate}")
+
     def type_into(self, locate: str, text: str) -> None:
         """Replace the text of the input or textarea `locate` finds, as typing would."""
         self.click(locate)
