@@ -107,8 +107,9 @@ def a_a(engine, sims: int, nights: int, repeat: int, warm: int) -> list[list]:  
         f"{flaky:.1f} failing case(s) labelled flaky"
     )
     if repeat == 1:
-        first = runs[0][0]
-        print(f"    the second night's verdict says: history: {first.history_runs} earlier run; warming up")
+        said = {night.history_runs: night.history_line for night in runs[0]}
+        for history in sorted({1, warm - 1, warm} & set(said)):
+            print(f"    with {history} earlier run(s) the verdict says: {said[history]}")
     return runs
 
 

@@ -33,6 +33,7 @@ class NightVerdict:
     night: int
     regressed: bool
     history_runs: int
+    history_line: str = ""  # what the verdict says of its history (warming up, window)
     labels: dict[str, str] = field(default_factory=dict)  # case id -> label, listed cases only
     significant: list[str] = field(default_factory=list)
     # The rule this verdict replaced: cases that passed the night before and fail now.
@@ -151,6 +152,7 @@ class SimulatedSuite:
             night=number,
             regressed=verdict.regressed,
             history_runs=verdict.history_runs,
+            history_line=verdict.history_line,
             labels={case.case_id: case.label for case in verdict.cases},
             significant=list(verdict.significant_cases),
             pass_to_fail=pass_to_fail,

@@ -5,6 +5,9 @@ and PostgreSQL give the same verdict night for night."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from proctor.stats.nightly_simulation import (
@@ -15,6 +18,7 @@ from proctor.stats.nightly_simulation import (
     stable_case_breaks,
 )
 from proctor.storage import get_engine
+from tests.conftest import ROOT
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -27,6 +31,10 @@ def engine(request, tmp_path):
 def test_a_flaky_agent_is_quiet_and_real_changes_are_named(engine) -> None:
     nights = a_a_nights(engine, seed=11, nights=25, cases=100)
     assert len(nights) == 24 and [n.history_runs for n in nights[:3]] == [1, 2, 3]
+    # During the warm-up the verdict says how much history it has, and that it is warming up.
+    assert nights[0].history_line.startswith("history: 1 earlier run (window 30); warming up")
+    assert "warming up" in nights[3].history_line and "4 earlier runs" in nights[3].history_line
+    assert nights[4].history_line == "history: 5 earlier runs (window 30)"
     assert sum(n.regressed for n in nights) <= 1  # the old rule: 24 of 24
     assert all("added" not in n.labels.values() for n in nights)
     # A stable case that breaks is named the night it breaks, among 100 flaky ones.
@@ -53,3 +61,41 @@ def test_sqlite_and_postgresql_give_the_same_verdicts(tmp_path, postgres_url) ->
         for engine in (get_engine(f"sqlite:///{tmp_path}/same.db"), get_engine(postgres_url))
     ]
     assert verdicts[0] == verdicts[1] and any(labels for _, labels, _ in verdicts[0])
+
+
+def test_the_bench_prints_every_figure_from_the_verdicts_it_ran() -> None:
+    """bench/alarms.py at a tiny size: each figure of docs/regressions.md is printed, and what
+    the warm-up verdict says is the verdict's own text, not a line of the bench's."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "alarms.py"),
+            "--sims",
+            "2",
+            "--aa-sims",
+            "1",
+            "--nights",
+            "8",
+            "--warm",
+            "6",
+            "--case-nights",
+            "3",
+            "--speed-cases",
+            "50",
+            "--speed-runs",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "A/A, 100 cases at 50-100 %, 1 run(s) per case a night, 1 x 8 nights" in out
+    assert "A/A, 100 cases at 50-100 %, 3 run(s) per case a night" in out
+    assert "with 1 earlier run(s) the verdict says: history: 1 earlier run (window 30); warming up" in out
+    assert "with 5 earlier run(s) the verdict says: history: 5 earlier runs (window 30)\n" in out
+    for figure in ("stable case (0.95-1.0) breaks", "case at 0.7 breaks", "all cases 15 points worse"):
+        assert out.count(figure) == 2  # one run a night, then --repeat 3
+    assert "reading 50 cases x 3 runs of history and deciding (sqlite)" in out
