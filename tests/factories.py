@@ -108,7 +108,7 @@ def seed_run(
     session: Session,
     *,
     outcomes: dict[str, list[bool]],
-    scores: dict[str, float] | None = None,
+    scores: dict[str, float | dict[str, float]] | None = None,
     informational: dict[str, float] | None = None,
     started: datetime,
     status: RunStatus = RunStatus.COMPLETED,
@@ -152,7 +152,9 @@ def seed_run(
                         case_result_id=row.id,
                         case_id=case_id,
                         metric_name=name,
-                        score=score,
+                        score=score[case_id]
+                        if isinstance(score, dict)
+                        else score,  # per case, or one for all
                         passed=passed,
                     )
                 )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,7 +32,13 @@ from proctor.models.comparison import LABELS
 from proctor.models.request import DEFAULT_SIGNIFICANCE
 from proctor.models.tables import EvalRun
 from proctor.stats.evidence import expected_failures, failure_pmf, sum_tail, surprise
-from proctor.storage.history import DEFAULT_HISTORY_WINDOW, Counts, history_window, pass_counts_by_run
+from proctor.storage.history import (
+    DEFAULT_HISTORY_WINDOW,
+    Counts,
+    history_window,
+    is_selection,
+    pass_counts_by_run,
+)
 from proctor.storage.runs import metric_stats
 
 # A failing case is named newly failing when its history gave this failure less than this
@@ -94,6 +101,7 @@ class Regression:
     compared: int = 0
     history_runs: int = 0
     window: int = DEFAULT_HISTORY_WINDOW
+    selection: bool = False  # the run ran some of the suite's cases (--case, --tag, --meta)
 
     @property
     def pass_rate_delta(self) -> float:
@@ -123,6 +131,8 @@ class Regression:
         line = f"history: {runs} (window {self.window})"
         if self.warming_up:
             line += f"; warming up: under {WARM_UP_RUNS} runs the tests are cautious and can miss a change"
+        if self.selection:
+            line += "; a selection of the suite's cases: the cases it did not run are not compared"
         return line
 
     @property
@@ -203,10 +213,14 @@ def judge(
     significance: float = DEFAULT_SIGNIFICANCE,
     window: int = DEFAULT_HISTORY_WINDOW,
     baseline: Counts | None = None,
+    selection: bool = False,
 ) -> Regression:
     """The verdict from pass counts alone: `history` holds the window's runs oldest first, each
-    case -> (passed, attempts); `now` this run's. Pure, so bench/alarms.py can simulate it; the
-    database path (`compare_with_history`) calls exactly this."""
+    case -> (passed, attempts); `now` this run's; `baseline` the run compared with for the pass
+    rate and removed cases (default: the window's last). A `selection` (a run of some of the
+    suite's cases) has no removed cases, and its pass rate before is over the cases it ran.
+    Pure, so bench/alarms.py can simulate it; the database path (`compare_with_history`) calls
+    exactly this."""
     baseline = history[-1] if baseline is None and history else (baseline or {})
     # Per case: the runs that had it, and its attempts and passes over them. Counted in C
     # (Counter over the runs' keys), with only the runs where a case did not pass once in
@@ -307,7 +321,7 @@ def judge(
         )
         case.evidence = _evidence(case, repeated, (tonight.passed_before, tonight.attempts_before))
         labelled.append(case)
-    for case_id in sorted(set(baseline) - set(now)):
+    for case_id in sorted(set() if selection else set(baseline) - set(now)):
         case = CaseVerdict(case_id, "removed", 0, 0)
         case.evidence = _evidence(case, repeated, (0, 0))
         labelled.append(case)
@@ -317,7 +331,7 @@ def judge(
     return Regression(
         baseline_id=baseline_id,
         run_id=run_id,
-        pass_rate_before=_rate(baseline),
+        pass_rate_before=_rate({k: v for k, v in baseline.items() if k in now} if selection else baseline),
         pass_rate_after=_rate(now),
         **by_label,
         cases=labelled,
@@ -330,6 +344,7 @@ def judge(
         compared=len(common),
         history_runs=len(history),
         window=window,
+        selection=selection,
     )
 
 
@@ -338,11 +353,17 @@ def _rate(counts: Counts) -> float:
     return 100.0 * sum(k for k, _ in counts.values()) / runs if runs else 0.0
 
 
-def metric_changes(*, session: Session, baseline_id: uuid.UUID, run_id: uuid.UUID) -> list[MetricChange]:
-    """Each metric's mean score in the baseline and now. Informational metrics (tool calls,
-    tokens, seconds: values without a verdict) are left out: their means are not scores, and
-    a change in them is not a regression."""
-    before = metric_stats(session=session, run_id=baseline_id)
+def metric_changes(
+    *,
+    session: Session,
+    baseline_id: uuid.UUID,
+    run_id: uuid.UUID,
+    case_ids: Collection[str] | None = None,
+) -> list[MetricChange]:
+    """Each metric's mean score in the baseline (over `case_ids` only, when given: a selection's
+    cases) and now. Informational metrics (tool calls, tokens, seconds: values without a
+    verdict) are left out: their means are not scores, and a change in them is not a regression."""
+    before = metric_stats(session=session, run_id=baseline_id, case_ids=case_ids)
     after = metric_stats(session=session, run_id=run_id)
     return [
         MetricChange(
@@ -363,12 +384,23 @@ def compare_with_history(
     significance: float = DEFAULT_SIGNIFICANCE,
 ) -> Regression | None:
     """`run` judged against its history window (ending at `last`, a pinned baseline, when given);
-    None when there is no history yet (the first run of a suite and agent)."""
+    None when there is no history yet (the first run of a suite and agent).
+
+    The baseline is `last`, else the window's last run of the whole suite: a run of some of its
+    cases (`--case`, `--tag`, `--meta`) is evidence for those cases, not what a whole run's pass
+    rate, metric means and removed cases are compared with."""
     runs = history_window(session=session, run=run, window=window, last=last)
     if not runs:
         return None
-    counts = pass_counts_by_run(session=session, run_ids=[r.id for r in runs] + [run.id])
-    baseline = runs[-1]
+    selection = is_selection(run)
+    baseline = last
+    if baseline is None:
+        whole = [r for r in runs if not is_selection(r)]
+        baseline = whole[-1] if whole else runs[-1]
+    run_ids = [r.id for r in runs] + [run.id]
+    if baseline.id not in run_ids:  # pinned, but of another agent version than the window's
+        run_ids.append(baseline.id)
+    counts = pass_counts_by_run(session=session, run_ids=run_ids)
     regression = judge(
         [counts[r.id] for r in runs],
         counts[run.id],
@@ -376,8 +408,15 @@ def compare_with_history(
         run_id=run.id,
         significance=significance,
         window=window,
+        baseline=counts[baseline.id],
+        selection=selection,
     )
-    regression.metrics = metric_changes(session=session, baseline_id=baseline.id, run_id=run.id)
+    regression.metrics = metric_changes(
+        session=session,
+        baseline_id=baseline.id,
+        run_id=run.id,
+        case_ids=counts[run.id].keys() if selection else None,
+    )
     return regression
 
 

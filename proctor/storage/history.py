@@ -36,6 +36,14 @@ def agent_version(run: EvalRun) -> str | None:
     return (run.config or {}).get("agent_version") or None
 
 
+def is_selection(run: EvalRun) -> bool:
+    """The run ran only some of its suite's cases (`--case`, `--tag`, `--meta`, FILE:ids): its
+    cases are evidence for their own history, but the cases it did not select were not removed,
+    and it is no baseline for a run of the whole suite."""
+    config = run.config or {}
+    return bool(config.get("cases") or config.get("tags") or config.get("metadata"))
+
+
 def last_reset(*, session: Session, suite_id: str, agent: str, variant: str | None) -> datetime | None:
     """When the history of this series was last reset (`proctor reset-history`), if ever."""
     query = select(func.max(HistoryReset.reset_at)).where(

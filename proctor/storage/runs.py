@@ -6,7 +6,7 @@ Keyword-only functions taking a session; the caller owns the transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -125,14 +125,17 @@ def iter_results(
         offset += len(rows)
 
 
-def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, Any]]:
-    """Per metric: how many scored, how many passed, errors, and mean / min / max score.
+def metric_stats(
+    *, session: Session, run_id: uuid.UUID, case_ids: Collection[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per metric: how many scored, how many passed, errors, and mean / min / max score;
+    over the cases in `case_ids` only when given.
 
     An informational metric (a value without a verdict) has `informational` set and `passed`
     None: it has no pass count, so no pass rate, and its mean is of its values (tokens, seconds).
     """
     verdict = col(MetricResultRow.informational).is_not(True)
-    rows = session.exec(
+    query = (
         select(
             MetricResultRow.metric_name,
             func.count(),
@@ -149,7 +152,10 @@ def metric_stats(*, session: Session, run_id: uuid.UUID) -> dict[str, dict[str, 
         .where(MetricResultRow.run_id == run_id)
         .group_by(MetricResultRow.metric_name)
         .order_by(MetricResultRow.metric_name)
-    ).all()
+    )
+    if case_ids is not None:
+        query = query.where(col(MetricResultRow.case_id).in_(list(case_ids)))
+    rows = session.exec(query).all()
     return {
         name: {
             "evaluated": int(count),

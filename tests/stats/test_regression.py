@@ -249,6 +249,46 @@ def test_the_window_the_reset_and_the_agent_version_bound_the_history(session: S
     assert record_comparison(session=session, run=later) is None  # nothing since the reset
 
 
+def test_a_run_of_some_cases_removes_none_and_is_no_baseline_for_the_whole_suite(session: Session) -> None:
+    start = datetime.now(UTC) - timedelta(days=5)
+    every = {"a": [True], "b": [True], "c": [True]}
+    whole = [
+        seed_run(session, outcomes=every, scores={"rouge": 0.9}, started=start + timedelta(days=night))
+        for night in range(3)
+    ]
+    last_whole = seed_run(
+        session,
+        outcomes={"a": [True], "b": [False], "c": [True]},
+        scores={"rouge": {"a": 0.8, "b": 0.2, "c": 0.8}},
+        started=start + timedelta(days=3),
+    )
+    # `proctor run suite --case a`: the cases it did not select were not removed from the suite,
+    # and its pass rate and metric means are compared over case a alone.
+    picked = seed_run(
+        session,
+        outcomes={"a": [True]},
+        scores={"rouge": 0.7},
+        started=start + timedelta(days=4),
+        config={"cases": ["a"]},
+    )
+    change = record_comparison(session=session, run=picked)
+    assert change.baseline_id == last_whole.id and change.removed == [] and change.counts["removed"] == 0
+    assert (change.pass_rate_before, change.pass_rate_after) == (100.0, 100.0)
+    (rouge,) = change.metrics
+    assert (rouge.before, rouge.after) == pytest.approx((0.8, 0.7))
+    assert (
+        "a selection of the suite's cases: the cases it did not run are not compared" in change.history_line
+    )
+    # The next run of the whole suite is compared with the last whole run, not with the selection;
+    # the selection's case a still counts as one more night of a's history.
+    tonight = seed_run(session, outcomes=every, scores={"rouge": 0.9}, started=start + timedelta(days=5))
+    change = record_comparison(session=session, run=tonight)
+    assert change.baseline_id == last_whole.id and change.history_runs == 5
+    assert change.pass_rate_before == pytest.approx(200 / 3) and change.removed == [] and not change.selection
+    assert change.fixed == [] and change.verdict("b") is None  # b failed once in 4 nights: nothing to say
+    assert whole[0].id != change.baseline_id
+
+
 def test_a_baseline_of_another_suite_is_refused(session: Session) -> None:
     now = datetime.now(UTC)
     tonight = seed_run(session, outcomes={"a": [True]}, started=now)
