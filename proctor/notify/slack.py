@@ -97,7 +97,7 @@ def _pass_rate(digest: Digest) -> str:
 def _change_line(digest: Digest) -> str:
     regression = digest.regression
     if regression is None:
-        return "no baseline yet"
+        return escape_mrkdwn(digest.no_history) if digest.no_history else "no baseline yet"
     delta = regression.pass_rate_delta
     arrow = ":arrow_down:" if delta < 0 else ":arrow_up:" if delta > 0 else ":left_right_arrow:"
     verdict = "*regressed*" if regression.regressed else "no regression"
@@ -149,12 +149,12 @@ def _regression_lines(digest: Digest, limit: int = 5) -> list[str]:
 
 
 def _label_lines(digest: Digest, limit: int = 5) -> list[str]:
-    """Every label's count, then the newly failing cases with their evidence and the flaky ones
-    apart (never regressions)."""
+    """Every label's count (zeros too, as the terminal and the reports show them), then the
+    newly failing cases with their evidence and the flaky ones apart (never regressions)."""
     from proctor.models.comparison import LABEL_NAMES, LABELS
 
     regression = digest.regression
-    if regression is None or not regression.cases:
+    if regression is None:
         return []
     counts = regression.counts
     lines = [" · ".join(f"{LABEL_NAMES[label]} {counts[label]}" for label in LABELS)]

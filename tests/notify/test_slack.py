@@ -144,6 +144,10 @@ def test_a_clean_run_has_no_thread_and_says_so(slack) -> None:
     (summary,) = slack.messages()
     assert ":white_check_mark:" in summary["blocks"][0]["text"]["text"]
     assert "no regression" in all_text(summary["blocks"])
+    # the counts of every label, as the terminal and the reports show them, zeros included
+    assert "newly failing 0 · still failing 0 · flaky 0 · fixed 0 · added 0 · removed 0" in all_text(
+        summary["blocks"]
+    )
 
 
 def test_first_run_has_no_baseline(slack) -> None:
