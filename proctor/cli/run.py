@@ -34,9 +34,10 @@ def summary_table(summary: Any, database_url: str) -> None:
     from sqlmodel import Session
 
     from proctor.costs import run_totals
-    from proctor.models.tables import EvalRun
+    from proctor.models.tables import EvalRun, RunStatus
     from proctor.reporting.summary import failing_cases
     from proctor.storage import get_engine
+    from proctor.storage.history import no_history_line
     from proctor.storage.runs import metric_stats
 
     console = Console()
@@ -46,6 +47,8 @@ def summary_table(summary: Any, database_url: str) -> None:
         stats = metric_stats(session=session, run_id=summary.run_id)
         failing, failing_total = failing_cases(session=session, run=run, limit=FAILING_SHOWN)
         totals = run_totals(session=session, run_id=summary.run_id)
+        compared = run.comparison is not None or run.status is not RunStatus.COMPLETED
+        no_history = None if compared else no_history_line(session=session, run=run)
     label = f"{summary.suite_name} [{summary.variant}]" if summary.variant else summary.suite_name
     metrics = Table(title=f"{escape(label)}: metrics", title_justify="left")
     for column in ("metric", "scored", "passed", "errors", "avg score", "judge calls (cached)"):
@@ -86,6 +89,8 @@ def summary_table(summary: Any, database_url: str) -> None:
         highlight=False,
         markup=False,
     )
+    if no_history:  # where a verdict would be: why there is none
+        console.print(terminal_text(no_history), highlight=False, markup=False)
 
 
 def quota_line(figures: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from proctor.costs import RunTotals, run_totals
 from proctor.models.tables import EvalRun
 from proctor.reporting.summary import failure_reason
 from proctor.stats.regression import Regression
+from proctor.storage.history import no_history_line
 from proctor.storage.runs import iter_results, pass_counts
 
 MAX_RESPONSE_CHARS = 300
@@ -53,6 +54,7 @@ class Digest:
     totals: RunTotals | None = None
     repeat: int = 1
     not_passed: int | None = None  # cases that did not pass (with repeats: not every time)
+    no_history: str | None = None  # without a verdict: the first run, or the first since a reset
 
     @property
     def cases_not_passed(self) -> int:
@@ -130,6 +132,7 @@ def build_digest(
         flow_run_link=flow_run_link,
         error=run.error,
         totals=run_totals(session=session, run_id=run.id),
+        no_history=None if regression is not None else no_history_line(session=session, run=run),
     )
 
 

@@ -14,6 +14,7 @@ from proctor.models.tables import EvalRun, RunStatus
 from proctor.rendering import render
 from proctor.reporting.convert import case_label
 from proctor.reporting.tool_diff import case_tool_diffs
+from proctor.storage.history import no_history_line
 from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 TREND_RUNS = 20
@@ -81,6 +82,7 @@ class HtmlBuilder:
         return render(
             "report.html.j2",
             run=self.run,
+            no_history=None if self.run.comparison else no_history_line(session=session, run=self.run),
             metrics=metric_stats(session=session, run_id=self.run.id),
             trend=trend(session=session, run=self.run),
             unsteady=unsteady_cases(session=session, run=self.run),

@@ -29,6 +29,7 @@ from proctor.reporting.convert import eval_case_result, iso, test_result
 from proctor.reporting.html import HtmlBuilder
 from proctor.reporting.junit import JUnitBuilder
 from proctor.reporting.tool_diff import case_tool_diffs
+from proctor.storage.history import no_history_line
 from proctor.storage.runs import iter_results, metric_stats, tally, unsteady_cases
 
 
@@ -113,6 +114,7 @@ def _markdown_head(
             for name, s in stats.items()
         ],
         run=run,
+        no_history=None if run.comparison else no_history_line(session=session, run=run),
         unsteady=unsteady_cases(session=session, run=run),
         judge_calls=sum(s["judge_calls"] for s in stats.values()),
         cached_calls=sum(s["cached_calls"] for s in stats.values()),

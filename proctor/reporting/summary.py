@@ -11,6 +11,7 @@ from proctor.costs import run_totals
 from proctor.models.tables import CaseResultRow, EvalRun, MetricResultRow
 from proctor.rendering import render
 from proctor.reporting.convert import case_label
+from proctor.storage.history import no_history_line
 from proctor.storage.runs import iter_results, metric_stats, unsteady_cases
 
 MAX_TABLE_ROWS = 500
@@ -115,6 +116,7 @@ def summary_markdown(*, session: Session, run: EvalRun, report_dir: str | None =
     return render(
         "summary.md.j2",
         run=run,
+        no_history=None if run.comparison else no_history_line(session=session, run=run),
         metrics=metric_stats(session=session, run_id=run.id),
         failures=failures,
         more_failures=max(0, run.total_cases - run.passed_cases - len(failures)),

@@ -57,6 +57,30 @@ def last_reset(*, session: Session, suite_id: str, agent: str, variant: str | No
     return value
 
 
+def no_history_line(*, session: Session, run: EvalRun) -> str:
+    """What a run with no history says instead of a verdict, in every view: the first run of
+    its suite and agent, or the first since its history was reset (when, and why)."""
+    variant = f" (variant {run.variant})" if run.variant else ""
+    query = select(HistoryReset).where(
+        HistoryReset.suite_id == run.suite_id,
+        or_(col(HistoryReset.agent).is_(None), HistoryReset.agent == run.agent),
+        or_(col(HistoryReset.variant).is_(None), HistoryReset.variant == run.variant),
+    )
+    reset = session.exec(query.order_by(col(HistoryReset.reset_at).desc()).limit(1)).first()
+    if reset is None:
+        return (
+            f"No baseline yet: this is the first run of this suite and agent{variant}, so nothing is "
+            "compared; the next run is judged against this one."
+        )
+    when = reset.reset_at if reset.reset_at.tzinfo else reset.reset_at.replace(tzinfo=UTC)
+    why = f" ({reset.reason})" if reset.reason else ""
+    return (
+        f"No baseline yet: this is the first run of this suite and agent{variant} since its history "
+        f"was reset on {when.astimezone(UTC):%Y-%m-%d %H:%M} UTC{why}, so nothing is compared; the "
+        "next run is judged against this one."
+    )
+
+
 def record_reset(
     *, session: Session, suite_id: str, agent: str | None, variant: str | None, reason: str | None
 ) -> HistoryReset:
