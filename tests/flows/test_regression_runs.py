@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from proctor.models.notify import SlackSettings
 from proctor.models.tables import CaseResultRow, EvalRun
 from proctor.storage import get_engine
 from tests.conftest import EXAMPLE_SUITE, ROOT
-from tests.factories import stored_run
+from tests.factories import seed_run, stored_run
 from tests.fakes.slack_server import FakeSlack
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness")]
@@ -183,3 +184,84 @@ def test_flow_posts_to_slack_and_records_it(sqlite_url, tmp_path, broken_agent, 
     assert stored.notification["status"] == "failed" and stored.passed_cases == 3
     assert (tmp_path / "c" / "report.html").exists()
     assert "xoxb-flow-test" not in json.dumps(stored.notification)
+
+
+def test_every_view_gives_the_same_labels_and_counts(sqlite_url, tmp_path, capsys, monkeypatch) -> None:
+    """One real flow run after five stored nights: its labels, counts and evidence read the same
+    in the terminal, report.md, report.html, verdict.json, both Prefect artifacts (read back
+    through the API), `proctor compare` and Slack."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from proctor.cli.console import print_regression
+    from proctor.stats.regression import Regression
+
+    cases = ["basic_weather", "paris_conversation", "two_cities", "greeting", "fahrenheit_units"]
+    start = datetime.now(UTC) - timedelta(days=6)
+    with Session(get_engine(sqlite_url), expire_on_commit=False) as session:
+        session.info["suite_id"] = "weather_agent_v1"
+        for night in range(5):
+            outcomes = {case: [True] for case in cases} | ({"retired": [True]} if night == 4 else {})
+            baseline = seed_run(
+                session,
+                outcomes=outcomes,
+                started=start + timedelta(days=night),
+                agent="agent.py:weather_agent",
+            )
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-labels-test")
+    with FakeSlack(token="xoxb-labels-test") as slack:
+        request = EvaluationRequest(
+            suite=str(EXAMPLE_SUITE),
+            database_url=sqlite_url,
+            report_dir=str(tmp_path / "r"),
+            slack=SlackSettings(channel="#agent-evals", notify="always", api_url=slack.api_url),
+        )
+        summary = asyncio.run(run_evaluation(request))
+        summary_post, thread = slack.messages()
+    counts = "newly failing 1 · still failing 0 · flaky 0 · fixed 0 · added 0 · removed 1"
+    evidence = "passed 5 of the last 5 runs (a 14% chance if nothing changed)"
+    assert summary.regression["baseline_id"] == str(baseline.id)
+
+    print_regression(Regression.from_dict(summary.regression))  # what `proctor run` prints
+    terminal = " ".join(capsys.readouterr().out.split())
+    assert counts in terminal and f"newly failing: fahrenheit_units — {evidence}" in terminal
+    assert "removed: retired — in the baseline, not in this run" in terminal
+
+    assert main(["compare", str(baseline.id), str(summary.run_id), "--db", sqlite_url]) == EXIT_PASSED
+    compared = " ".join(capsys.readouterr().out.split())
+    assert counts in compared and f"newly failing: fahrenheit_units — {evidence}" in compared
+
+    markdown = (tmp_path / "r" / "report.md").read_text()
+    assert counts in markdown and f"| `fahrenheit_units` | newly failing | {evidence} |" in markdown
+    assert "| `retired` | removed | in the baseline, not in this run |" in markdown
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert counts in html and "<td>fahrenheit_units</td><td>newly failing</td>" in html
+    assert evidence in html and "<td>retired</td><td>removed</td>" in html
+    verdict = json.loads((tmp_path / "r" / "verdict.json").read_text())["comparison"]
+    assert " · ".join(f"{name.replace('_', ' ')} {n}" for name, n in verdict["counts"].items()) == counts
+    assert [(c["case_id"], c["label"], c["evidence"]) for c in verdict["cases"]] == [
+        ("fahrenheit_units", "newly_failing", evidence),
+        ("retired", "removed", "in the baseline, not in this run"),
+    ]
+
+    async def artifacts() -> list:
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=["proctor-weather-agent-v1", "proctor-weather-agent-v1-cases"])
+                )
+            )
+
+    published = asyncio.run(artifacts())
+    (markdown_artifact,) = [a for a in published if a.type == "markdown" and str(summary.run_id) in a.data]
+    assert counts in markdown_artifact.data
+    assert f"| `fahrenheit_units` | newly failing | {evidence} |" in markdown_artifact.data
+    tables = [a for a in published if a.type == "table" and a.flow_run_id == markdown_artifact.flow_run_id]
+    table = json.loads(tables[0].data) if isinstance(tables[0].data, str) else tables[0].data
+    labels = {row["case"]: row["label"] for row in table}  # the table names each case by its name
+    assert labels.pop("New York in Fahrenheit (fails on purpose: the agent ignores units)") == "newly failing"
+    assert set(labels.values()) == {"passing"} and len(labels) == 4
+
+    text = json.dumps(summary_post["blocks"], ensure_ascii=False)
+    assert counts in text and f"`fahrenheit_units` — {evidence}" in text
+    assert f"newly failing: {evidence}" in json.dumps(thread["blocks"], ensure_ascii=False)
