@@ -159,14 +159,15 @@ def test_flaky_failures_are_listed_apart_and_nothing_is_a_regression(slack) -> N
     flaky = CaseVerdict(
         "case_1", "flaky", 0, 1, 9, 13, 13, 1, 0.3, False, "passed 9 of 14 runs, tonight's included"
     )
-    quiet = regression(
-        ["case_0"], significant=False, flaky=["case_1"], metrics=[MetricChange("bleu", 0.5, 0.4999)]
-    )
+    # A metric whose mean fell, even visibly, is no regression of a run that did not regress.
+    fell = [MetricChange("bleu", 0.5, 0.4999), MetricChange("rouge", 0.9, 0.6)]
+    quiet = regression(["case_0"], significant=False, flaky=["case_1"], metrics=fell)
     quiet.cases.append(flaky)
     notify_slack(web_api(slack), digest(failing=2, regression=quiet))
     summary, reply = slack.messages()
     text = all_text(summary["blocks"])
     assert "no regression" in text and "Regressions" not in text and "-0.00" not in text
+    assert "rouge" not in text and "-0.30" not in text
     assert "newly failing 1 · still failing 0 · flaky 1 · fixed 0 · added 0 · removed 0" in text
     assert "*Newly failing*" in text and "*Flaky (not regressions)*" in text
     assert "`case_1` — passed 9 of 14 runs" in text
@@ -174,10 +175,19 @@ def test_flaky_failures_are_listed_apart_and_nothing_is_a_regression(slack) -> N
 
 
 def test_a_drop_of_the_whole_run_says_how_many_failed_against_what_history_expected(slack) -> None:
-    broad = regression([], broad_p_value=0.0004, observed_failures=31, expected_failures=14.2)
+    broad = regression(
+        [],
+        broad_p_value=0.0004,
+        observed_failures=31,
+        expected_failures=14.2,
+        metrics=[MetricChange("exact_match", 1.0, 0.8), MetricChange("bleu", 0.5, 0.49999)],
+    )
     notify_slack(web_api(slack), digest(regression=broad))
     text = all_text(slack.messages()[0]["blocks"])
     assert "*Regressions*" in text and "31 failed attempts where history expected 14.2 (p = 0.0004)" in text
+    # Under a regression, a metric that fell by less than the two decimals shown is not listed
+    # as -0.00; one that visibly fell is.
+    assert "`exact_match`: 1.00 → 0.80 (-0.20)" in text and "bleu" not in text and "-0.00" not in text
 
 
 @pytest.mark.parametrize(
