@@ -97,5 +97,19 @@ def test_the_bench_prints_every_figure_from_the_verdicts_it_ran() -> None:
     assert "with 1 earlier run(s) the verdict says: history: 1 earlier run (window 30); warming up" in out
     assert "with 5 earlier run(s) the verdict says: history: 5 earlier runs (window 30)\n" in out
     for figure in ("stable case (0.95-1.0) breaks", "case at 0.7 breaks", "all cases 15 points worse"):
-        assert out.count(figure) == 2  # one run a night, then --repeat 3
+        assert out.split("goals")[0].count(figure) == 2  # one run a night, then --repeat 3
     assert "reading 50 cases x 3 runs of history and deciding (sqlite)" in out
+    # Then each of the issue's goals with what was measured; at this size, not their verdicts.
+    goals = out.split("goals (issue 23):\n")[1]
+    for goal in (
+        "A/A, 1 run(s) a night: false 'Regressed' on at most 5 % of nights after a warm-up of 5 nights",
+        "during the warm-up the verdict says how much history it has",
+        "A/A, 3 run(s) a night: false 'Regressed'",
+        "not measured at its size: reading 10,000 cases x 30 runs and deciding under 2 s (sqlite)",
+        "stable case (0.95-1.0) breaks, 1 run a night: named the first night in at least 95 %",
+        "stable case (0.95-1.0) breaks, --repeat 3: detected at least as fast",
+        "case at 0.7 breaks, 1 run a night: named within 3 nights in at least 80 %",
+        "all cases 15 points worse, 1 run a night: 'Regressed' within 2 nights in at least 80 %",
+        "all cases 15 points worse, --repeat 3: detected at least as fast",
+    ):
+        assert goal in goals, goal
