@@ -152,3 +152,37 @@ def test_a_run_that_finished_is_not_lost_when_prefect_records_its_end_late(sqlit
     assert api.held, "the proxy never saw the flow run's Failed state"
     assert (summary.passed, summary.total, summary.all_passed) == (4, 5, False)
     assert (tmp_path / "r" / "report.md").is_file()
+
+
+def test_a_significant_break_is_a_red_regressed_flow_run(sqlite_url, tmp_path) -> None:
+    """Two stored nights where every case passed six repeats of six; tonight the weather agent
+    fails fahrenheit_units six of six: significant for that case alone, so the flow run ends
+    Failed, named "Regressed", even though the pass rate holds the gate's 50 %."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlmodel import Session
+
+    from proctor.storage import get_engine
+    from tests.factories import seed_run
+
+    cases = ["basic_weather", "paris_conversation", "two_cities", "greeting", FAILING_CASE]
+    with Session(get_engine(sqlite_url), expire_on_commit=False) as session:
+        session.info["suite_id"] = "weather_agent_v1"
+        for night in (2, 1):
+            seed_run(
+                session,
+                outcomes={case: [True] * 6 for case in cases},
+                started=datetime.now(UTC) - timedelta(days=night),
+                agent="agent.py:weather_agent",
+            )
+    state = _state(
+        suite=str(EXAMPLE_SUITE),
+        database_url=sqlite_url,
+        report_dir=str(tmp_path),
+        repeat=6,
+        min_pass_rate=50,
+    )
+    assert (state.type.value, state.name) == ("FAILED", "Regressed")
+    assert state.message == "24/30 passed, 0 errored, regressed against its history"
+    summary = state.result(raise_on_failure=False).summary
+    assert summary.regression["significant_cases"] == [FAILING_CASE] and summary.pass_rate == 80.0
