@@ -8,28 +8,35 @@ Two workloads, one `response_match` metric per case:
   a chunk at a time with its own --concurrency.
 Every run is `proctor run SUITE --no-prefect` as a subprocess, whole command, with a fresh
 SQLite database: in-process, then with `--dask-address local:N` for each N of --workers
-(N worker processes, cluster start-up included). Prints wall time per size, the speed-up over
-in-process, and the throughput ratio to local:1 when 1 is among --workers, with the load.
+(N worker processes, cluster start-up included) or, with --standing, a cluster started before
+the command (`dask scheduler` and N `dask worker --nthreads 1` processes on this machine, stopped
+by pid afterwards), as a team's standing cluster is: the run pays no start-up. Prints wall time
+per size, the speed-up over in-process, and the throughput ratio to one Dask worker when 1 is
+among --workers, with the load.
 
 Usage: python bench/dask_speedup.py [--sizes 200,2000] [--cpu-ms 10 | --sleep-ms 200]
-                                    [--workers 2 | --workers 1,2,4] [--concurrency 8] [--repeats 1]
+                                    [--workers 2 | --workers 1,2,4] [--standing] [--concurrency 8]
+                                    [--repeats 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from tests.factories import echo_suite  # noqa: E402
+from tests.fakes.processes import free_port, running  # noqa: E402
 
 AGENT = """
 import os, time
@@ -53,6 +60,43 @@ async def agent(request):
     await asyncio.sleep(SLEEP_S)  # waits as for a model: no CPU, no GIL
     return "answer " + request.input
 """
+
+
+@contextlib.contextmanager
+def standing_cluster(workers: int, folder: Path, env: dict[str, str]) -> Iterator[str]:
+    """A scheduler and `workers` single-threaded worker processes, up before the command runs."""
+    from distributed import Client
+
+    dask = [str(Path(sys.executable).parent / "dask")]
+    address = f"tcp://127.0.0.1:{free_port()}"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(
+            running(
+                [
+                    *dask,
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    address.rsplit(":", 1)[1],
+                    "--no-dashboard",
+                ],
+                env=env,
+                log=folder / "scheduler.log",
+            )
+        )
+        for n in range(workers):
+            stack.enter_context(
+                running(
+                    [*dask, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{n}"],
+                    env=env,
+                    log=folder / f"worker{n}.log",
+                    cwd=PROJECT,
+                )
+            )
+        with Client(address, timeout=120) as client:
+            client.wait_for_workers(workers, timeout=300)
+        yield address
 
 
 def whole_command(suite: Path, folder: Path, extra: list[str], env: dict[str, str]) -> float:
@@ -87,6 +131,9 @@ def main() -> None:
     )
     parser.add_argument("--workers", default="2", help="Dask worker processes, one count or several (1,2,4)")
     parser.add_argument("--concurrency", type=int, default=8, help="--concurrency (per chunk on Dask)")
+    parser.add_argument(
+        "--standing", action="store_true", help="a cluster up before each command, not local:N"
+    )
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
     counts = [int(n) for n in str(args.workers).split(",")]
@@ -115,20 +162,23 @@ def main() -> None:
                 fails=lambda i: False,
             )
             concurrency = ["--concurrency", str(args.concurrency)]
+            cluster = "standing" if args.standing else "local"
             figures = {}
-            for label, extra in (
-                ("in-process", concurrency),
-                *((f"Dask local:{n}", [*concurrency, "--dask-address", f"local:{n}"]) for n in counts),
-            ):
+            for label, n in (("in-process", 0), *((f"Dask {cluster}:{n}", n) for n in counts)):
                 runs = []
                 for k in range(args.repeats):
                     out = folder / f"{label.replace(' ', '_').replace(':', '')}-{k}"
                     out.mkdir()
-                    runs.append(whole_command(suite, out, extra, env))
+                    with contextlib.ExitStack() as stack:
+                        address = f"local:{n}"
+                        if n and args.standing:
+                            address = stack.enter_context(standing_cluster(n, out, env))
+                        extra = [*concurrency, "--dask-address", address] if n else concurrency
+                        runs.append(whole_command(suite, out, extra, env))
                 figures[label] = statistics.median(runs)
                 ratio = ""
-                if label.startswith("Dask") and "Dask local:1" in figures:
-                    ratio = f", {figures['Dask local:1'] / figures[label]:.2f}x local:1"
+                if n and f"Dask {cluster}:1" in figures:
+                    ratio = f", {figures[f'Dask {cluster}:1'] / figures[label]:.2f}x {cluster}:1"
                 seconds = figures[label]
                 print(
                     f"  {size:>6} cases  {label:<14} {seconds:7.2f} s  {size / seconds:7.1f} cases/s"
