@@ -422,7 +422,7 @@ def _check_auth_provider(config_path: Path, document: Any) -> None:
         return
     problem = auth_problem(str(model["auth_provider"]))
     if problem:
-        line = line_of(str(config_path), "auth_provider")
+        line = line_of(str(config_path), "model.auth_provider")
         raise ValueError(f"model.auth_provider{f' (line {line})' if line else ''}: {problem}")
 
 

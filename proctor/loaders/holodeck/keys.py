@@ -3,17 +3,17 @@ refuses any other: a misspelled `evaluation:` must not make a wrong answer pass.
 
 The sets mirror HoloDeck's Pydantic models (all `extra="forbid"`): `Agent`, `EvaluationConfig`,
 `TestCaseModel`, `Turn`, `ExpectedTool`, `EvaluationMetric`, `GEvalMetric`, `RAGMetric`,
-`CodeMetric` and `LLMProvider`. `test_cases_file` is Proctor's own addition.
+`CodeMetric`, `LLMProvider` and `Instructions` (the sections Proctor does not use are in
+`sections.py`). `test_cases_file` is Proctor's own addition.
 """
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from proctor.loaders.errors import Problem
+from proctor.loaders.holodeck.lines import line_at
 
 AGENT_KEYS = frozenset(
     {
@@ -36,6 +36,7 @@ AGENT_KEYS = frozenset(
     }
 )
 EVALUATIONS_KEYS = frozenset({"model", "metrics", "optimizer"})
+INSTRUCTIONS_KEYS = ("file", "inline")  # HoloDeck's `Instructions`: exactly one of them
 TEST_CASE_KEYS = frozenset(
     {"name", "input", "expected_tools", "ground_truth", "files", "retrieval_context", "evaluations", "turns"}
 )
@@ -71,21 +72,10 @@ METRIC_KEYS = {
 }
 
 
-@lru_cache(maxsize=64)
-def _lines(file: str) -> tuple[str, ...]:
-    try:
-        return tuple(Path(file).read_text(encoding="utf-8", errors="replace").splitlines())
-    except OSError:
-        return ()
-
-
-def line_of(file: str, key: str) -> int | None:
-    """The first line of `file` where `key` is written as a mapping key (YAML or JSON)."""
-    pattern = re.compile(rf"^\s*(?:-\s+)?[\"']?{re.escape(key)}[\"']?\s*:")
-    for number, line in enumerate(_lines(file), start=1):
-        if pattern.match(line):
-            return number
-    return None
+def line_of(file: str, location: str) -> int | None:
+    """The line of `file` where the key at `location` (`model.auth_provider`) is written, read
+    from the file's YAML nodes as the file is now (`lines.line_at`); None if it is not there."""
+    return line_at(file, location, exact=True)
 
 
 def unknown_keys(file: str, location: str, mapping: dict[str, Any], valid: frozenset[str]) -> list[Problem]:
@@ -94,9 +84,9 @@ def unknown_keys(file: str, location: str, mapping: dict[str, Any], valid: froze
     for key in mapping:
         if key in valid:
             continue
-        line = line_of(file, str(key))
-        at = f" (line {line})" if line else ""
         where = f"{location}.{key}" if location else str(key)
+        line = line_at(file, where, exact=True)  # this key in this mapping, not the first like it
+        at = f" (line {line})" if line else ""
         problems.append(Problem(file, where, f"unknown key{at}; valid keys: {', '.join(sorted(valid))}"))
     return problems
 

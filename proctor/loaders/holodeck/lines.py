@@ -19,6 +19,7 @@ from proctor.loaders.errors import Problem
 
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 LINE_NOTE = re.compile(r"\(line \d+\)")
+_UNION_BRANCH = re.compile(r"[A-Z]\w*|str|int|float|bool|list\[.*\]|dict\[.*\]")
 
 
 def path_parts(location: str) -> list[str | int]:
@@ -60,6 +61,8 @@ def line_at(file: str, location: str, *, exact: bool = False) -> int | None:
     node, line = root, root.start_mark.line + 1
     for depth, part in enumerate(parts):
         found = _child(node, part)
+        if found is None and _UNION_BRANCH.fullmatch(str(part)):
+            continue  # Pydantic names the branch of a union it tried (`database.DatabaseConfig.provider`)
         if found is None:
             return line if depth and not exact else None  # a location not in the file names no line
         key, node = found

@@ -16,12 +16,14 @@ from proctor.loaders.holodeck.config import with_global_config
 from proctor.loaders.holodeck.keys import (
     AGENT_KEYS,
     EVALUATIONS_KEYS,
+    INSTRUCTIONS_KEYS,
     TEST_CASE_KEYS,
     unknown_keys,
     unused_section_warnings,
 )
 from proctor.loaders.holodeck.lines import with_lines
 from proctor.loaders.holodeck.metrics import case_metrics
+from proctor.loaders.holodeck.sections import section_key_problems
 from proctor.loaders.holodeck.tools import tool_entries
 from proctor.loaders.metric_specs import spec_from_evaluation_metric
 from proctor.models.case import Case, Suite, Turn
@@ -54,6 +56,9 @@ def _holodeck_test_cases(path: Path, document: dict[str, Any]) -> tuple[list[Any
         expected = (
             f"{reference} leaves the suite folder (add its folder to PROCTOR_ALLOWED_FILE_ROOTS to allow it)"
         )
+        problem = Problem(str(path), "test_cases_file", expected)
+    elif not (path.parent / reference).exists():  # named in the agent.yaml, at its line
+        expected = f"{reference}: file not found (a path relative to the agent.yaml)"
         problem = Problem(str(path), "test_cases_file", expected)
     else:
         return _test_cases_file(path.parent / reference)
@@ -208,6 +213,9 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     )
     _tools, tool_problems = tool_entries(str(path), document.get("tools"), warnings)
     problems += tool_problems
+    problems += _instructions_problems(path, document.get("instructions"))
+    problems += holodeck.model_at(document, "embedding_provider", str(path))[1]
+    problems += section_key_problems(str(path), document)
     if problems:
         raise SuiteError(with_lines(problems))
     agent = None
@@ -227,6 +235,41 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         warnings=warnings,
         metadata={"agent_fields": [field for field in HOLODECK_AGENT_FIELDS if field in document]},
     )
+
+
+def _instructions_problems(path: Path, instructions: Any) -> list[Problem]:
+    """`instructions` checked as HoloDeck's `Instructions` model checks it: a mapping with
+    exactly one of `file` and `inline`, neither empty, no other key (Proctor also takes the
+    text itself); the file inside the suite's folder (it is read when the agent is built, so a
+    run with `--agent` does not need it)."""
+    if instructions is None or (isinstance(instructions, str) and instructions.strip()):
+        return []
+    if not isinstance(instructions, dict):
+        expected = "expected {file: path} or {inline: text}"
+        return [Problem(str(path), "instructions", f"{expected}; found {found(instructions)}")]
+    problems = unknown_keys(str(path), "instructions", instructions, INSTRUCTIONS_KEYS)
+    for key in INSTRUCTIONS_KEYS:
+        value = instructions.get(key)
+        if key in instructions and not (isinstance(value, str) and value.strip()):
+            problems.append(
+                Problem(str(path), f"instructions.{key}", f"expected non-empty text; found {found(value)}")
+            )
+    given = [key for key in INSTRUCTIONS_KEYS if key in instructions]
+    if len(given) == 2:
+        problems.append(Problem(str(path), "instructions", "give file or inline, not both"))
+    elif not given:
+        problems.append(Problem(str(path), "instructions", "give file (a path) or inline (the text)"))
+    reference = instructions.get("file")
+    if not problems and isinstance(reference, str) and leaves_roots(reference, path.parent):
+        problems.append(
+            Problem(
+                str(path),
+                "instructions.file",
+                f"{reference} leaves the suite folder (add its folder to PROCTOR_ALLOWED_FILE_ROOTS "
+                "to allow it)",
+            )
+        )
+    return problems
 
 
 def _duplicate_names(file: str, raw_cases: list[Any]) -> list[Problem]:

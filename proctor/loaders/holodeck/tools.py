@@ -9,14 +9,13 @@ providers that need a cloud account, the settings HoloDeck itself never reads.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from proctor.loaders.errors import Problem, found, problems_from_validation
-from proctor.loaders.holodeck.keys import _lines
+from proctor.loaders.holodeck.lines import line_at
 from proctor.models.holodeck_tools import (
     MAX_TOOLS,
     TOOL_MODELS,
@@ -68,34 +67,10 @@ HIERARCHICAL_IGNORES = {
 }
 
 
-def entry_line(file: str, index: int, key: str | None = None) -> int | None:
-    """The line of `tools[index]` in `file` (its `- ` item under `tools:`), or of `key` inside it."""
-    lines = _lines(file)
-    start = next((n for n, line in enumerate(lines) if re.match(r"^tools\s*:", line)), None)
-    if start is None:
-        return None
-    items = [
-        n for n in range(start + 1, len(lines)) if re.match(r"^\s*-\s", lines[n]) and _indent(lines[n]) <= 4
-    ]
-    ends = [n for n in range(start + 1, len(lines)) if lines[n].strip() and _indent(lines[n]) == 0]
-    end = ends[0] if ends else len(lines)
-    items = [n for n in items if n < end and _indent(lines[n]) == min(_indent(lines[i]) for i in items)]
-    if index >= len(items):
-        return None
-    first = items[index]
-    last = items[index + 1] if index + 1 < len(items) else end
-    if key is None:
-        return first + 1
-    pattern = re.compile(rf"^\s*(?:-\s+)?[\"']?{re.escape(key)}[\"']?\s*:")
-    return next((n + 1 for n in range(first, last) if pattern.match(lines[n])), first + 1)
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
 def _at(file: str, index: int, key: str | None = None) -> str:
-    line = entry_line(file, index, key)
+    """` (line N)`: the line of `tools[index]`, or of `key` inside it (a dotted path such as
+    `context_model.provider` goes as deep as the file has it), read from the file's YAML nodes."""
+    line = line_at(file, f"tools[{index}]" + (f".{key}" if key else ""))
     return f" (line {line})" if line else ""
 
 
@@ -315,7 +290,7 @@ def tool_entries(
             tool = model.model_validate(raw)
         except ValidationError as error:
             for problem in problems_from_validation(file, error, f"tools[{index}]"):
-                key = problem.location.split(".")[1] if "." in problem.location else None
+                key = problem.location.split(".", 1)[1] if "." in problem.location else None
                 problems.append(Problem(file, problem.location, f"{problem.message}{_at(file, index, key)}"))
             continue
         if isinstance(tool, VectorstoreTool):

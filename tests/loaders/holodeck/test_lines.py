@@ -144,3 +144,48 @@ def test_an_error_in_the_agents_model_is_reported_under_model(tmp_path: Path) ->
     )
     problems, lines = _refusal_lines(tmp_path / "agent.yaml")
     assert len(problems) == 1 and ": model.temperature: " in problems[0] and lines == {5}, problems
+
+
+def test_each_misspelt_key_is_named_at_its_own_line_not_the_first_like_it(tmp_path: Path) -> None:
+    """The same misspelling in two cases: each refusal names its own case's line (the first
+    line spelled like it was named for both)."""
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\ntest_cases:\n  - input: q\n    ground_truht: a\n  - input: r\n    ground_truht: b\n"
+    )
+    problems, lines = _refusal_lines(tmp_path / "agent.yaml")
+    assert lines == {4, 6} and len(problems) == 2, problems
+
+
+def test_a_file_edited_and_read_again_in_one_process_gets_its_new_lines(tmp_path: Path) -> None:
+    """A worker or a test session reads a file again after it changed: the lines named are the
+    file's as it is now, not as it was when first read."""
+    path = tmp_path / "agent.yaml"
+    path.write_text("name: a\ntest_cases:\n  - input: q\n    ground_truht: a\n")
+    assert _refusal_lines(path)[1] == {4}
+    path.write_text("name: a\ndescription: longer now\n\ntest_cases:\n  - input: q\n    ground_truht: a\n")
+    assert _refusal_lines(path)[1] == {6}
+
+
+def test_a_field_nested_in_a_tool_entry_is_named_at_its_own_line(tmp_path: Path) -> None:
+    (tmp_path / "law.md").write_text("# Law\n\nText.\n")
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\n"
+        "tools:\n"
+        "  - name: statutes\n"
+        "    type: hierarchical_document\n"
+        "    description: Statutes\n"
+        "    source: law.md\n"
+        "    context_model:\n"
+        "      provider: openai\n"
+        "      name: gpt-4o-mini\n"
+        "      temperature: 5\n"
+        "test_cases: [{input: q, ground_truth: a}]\n"
+    )
+    problems, lines = _refusal_lines(tmp_path / "agent.yaml")
+    assert lines == {10} and "tools[0].context_model.temperature" in problems[0], problems
+
+
+def test_a_missing_test_cases_file_is_named_at_its_line_in_the_agent_yaml(tmp_path: Path) -> None:
+    (tmp_path / "agent.yaml").write_text("name: a\ndescription: d\ntest_cases_file: cases.yaml\n")
+    problems, lines = _refusal_lines(tmp_path / "agent.yaml")
+    assert lines == {3} and "agent.yaml: test_cases_file: cases.yaml: file not found" in problems[0], problems
