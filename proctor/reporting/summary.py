@@ -18,11 +18,19 @@ MAX_TABLE_ROWS = 500
 MAX_FAILURES_LISTED = 50
 
 
+def _metric_failed(metric: MetricResultRow) -> str:
+    """A failed metric in a few words that are true of it: "below threshold" only when its score
+    is; a metric with a rule of its own (a judge whose PASSED line said no at 0.9, say) is
+    "failed", with the start of its reason."""
+    if metric.score is not None and metric.threshold is not None and metric.score < metric.threshold:
+        return f"{metric.metric_name} below threshold"
+    reason = " ".join((metric.reason or "").split())
+    return f"{metric.metric_name} failed" + (f": {reason[:80]}" if reason else "")
+
+
 def failure_reason(row: CaseResultRow, metrics: list[MetricResultRow]) -> str:
-    """Why a case did not pass, in one line: its errors, else the metrics below threshold."""
-    reasons = list(row.errors) or [
-        f"{m.metric_name} below threshold" for m in metrics if not m.passed and not m.informational
-    ]
+    """Why a case did not pass, in one line: its errors, else the metrics that failed."""
+    reasons = list(row.errors) or [_metric_failed(m) for m in metrics if not m.passed and not m.informational]
     if row.tools_matched is False:
         reasons.append("expected tools not called")
     return "; ".join(reasons)[:300]

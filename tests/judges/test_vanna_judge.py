@@ -123,3 +123,38 @@ def test_only_readable_replies_are_cached(api: FakeOpenAI, tmp_path) -> None:
     assert _score(api, cache=cache).score == 0.5
     assert _score(api, cache=cache).score == 0.9  # asked again, not the unreadable reply
     assert _score(api, cache=cache).cached_calls == 1 and len(api.completions) == 2
+
+
+def test_the_run_says_why_a_judged_case_failed_in_words_true_of_it(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A judge that scores 0.9 and says `PASSED: no` failed the case by its PASSED line: the
+    failing-case table says that (and the judge's reason), not "below threshold" (0.9 is not
+    below 0.7); a score under the threshold is still said to be below it."""
+    from proctor.cli import main
+
+    (tmp_path / "agent.py").write_text("def agent(request):\n    return 'March, with 1.2M.'\n")
+    (tmp_path / "d.dataset.yaml").write_text(
+        "dataset:\n  name: judged\n  metadata: {agent: agent.py:agent}\n"
+        f"  evaluators: [{{name: LLMAsJudgeEvaluator, criteria: {CRITERIA!r}}}]\n"
+        "  test_cases:\n    - {id: high, message: a}\n    - {id: low, message: b}\n"
+    )
+
+    def reply(body: dict) -> str:
+        if "User Query: a" in body["messages"][0]["content"]:
+            return "SCORE: 0.9\nPASSED: no\nREASONING: It names February."
+        return "SCORE: 0.2\nPASSED: no\nREASONING: Off topic."
+
+    with FakeOpenAI(default=reply) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("COLUMNS", "250")  # the table's cells on one line each
+        database = f"sqlite:///{tmp_path / 'r.db'}"
+        code = main(
+            ["run", str(tmp_path / "d.dataset.yaml"), "--db", database, "--no-prefect", "--no-progress"]
+        )
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1
+    assert "LLMAsJudgeEvaluator failed: It names February." in out
+    assert "LLMAsJudgeEvaluator below threshold" in out  # the 0.2
+    assert out.count("below threshold") == 1
