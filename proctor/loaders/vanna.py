@@ -209,11 +209,12 @@ _parse_test_case`); Proctor's own form is a `user:` mapping. Either is read, nev
 
 def with_vanna_user(raw: Any) -> Any:
     """The test case with Vanna's flat user fields gathered into `user`, with the defaults
-    Vanna's loader gives: id `test_user`, username the id, email `<id>@example.com`."""
+    Vanna's loader gives: id `test_user`, username the id, email `<id>@example.com` (a case
+    that gives no user at all gets Vanna's default user, as in Vanna)."""
     if not isinstance(raw, dict):
         return raw
     flat = {key: raw[key] for key in VANNA_USER_FIELDS if key in raw}
-    if not flat:
+    if not flat and "user" in raw:
         return raw
     if "user" in raw:
         raise ValueError(f"give the user either as user: or as {', '.join(flat)}, not both")

@@ -377,8 +377,17 @@ def test_a_dataset_saved_by_vanna_keeps_each_cases_user(tmp_path: Path) -> None:
 
 
 def test_a_case_without_a_user_is_vannas_test_user(tmp_path: Path) -> None:
+    """Vanna's `EvaluationDataset._parse_test_case` gives a case without user fields its whole
+    default user, username and email included (they were left empty), and the agent sees it."""
     case = load_suite(write(tmp_path, "d.json", [{"id": "a", "message": "hi"}])).cases[0]
-    assert case.metadata["user"]["id"] == "test_user"
+    assert case.metadata["user"] == {
+        "id": "test_user",
+        "username": "test_user",
+        "email": "test_user@example.com",
+        "group_memberships": [],
+        "metadata": {},
+    }
+    assert case.agent_metadata["user"] == case.metadata["user"]
 
 
 @pytest.mark.parametrize(
