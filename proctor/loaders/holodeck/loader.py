@@ -224,6 +224,7 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     elif any(field in document for field in HOLODECK_AGENT_FIELDS):
         warnings.append(f"{path}: the agent needs both 'model' and 'instructions' to run; pass --agent")
     warnings += unused_section_warnings(path, document)
+    warnings += _default_judge_warning(path, document, raw_cases, agent_model)
     return Suite(
         suite_id=name,
         name=name,
@@ -235,6 +236,39 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         warnings=warnings,
         metadata={"agent_fields": [field for field in HOLODECK_AGENT_FIELDS if field in document]},
     )
+
+
+def _default_judge_warning(
+    path: Path, document: dict[str, Any], raw_cases: list[Any], agent_model: Any
+) -> list[str]:
+    """A G-Eval or RAG metric with no model of its own and no `evaluations.model` is judged by
+    the agent's model, as HoloDeck's documentation says; HoloDeck 0.7.1's code hands DeepEval no
+    model then, and DeepEval's default judges (Ollama `gpt-oss:20b` on localhost:11434). Said,
+    so the choice is the user's."""
+    evaluations = document.get("evaluations")
+    if agent_model is None or (isinstance(evaluations, dict) and evaluations.get("model")):
+        return []
+    entries = list(evaluations.get("metrics") or []) if isinstance(evaluations, dict) else []
+    for raw in raw_cases:
+        if isinstance(raw, dict):
+            entries += raw.get("evaluations") or []
+            for turn in raw.get("turns") or []:
+                entries += (turn.get("evaluations") or []) if isinstance(turn, dict) else []
+    judged = sorted(
+        {
+            str(entry.get("name") or entry.get("metric_type") or entry.get("type"))
+            for entry in entries
+            if isinstance(entry, dict) and entry.get("type") in ("geval", "rag") and not entry.get("model")
+        }
+    )
+    if not judged:
+        return []
+    return [
+        f"{path}: {', '.join(judged)} judged by the agent's model ({agent_model.provider} "
+        f"{agent_model.name}), as HoloDeck's documentation says; HoloDeck 0.7.1's code would use "
+        "DeepEval's default judge, Ollama gpt-oss:20b on localhost:11434. Set evaluations.model "
+        "to choose the judge"
+    ]
 
 
 def _instructions_problems(path: Path, instructions: Any) -> list[Problem]:

@@ -110,3 +110,22 @@ def test_deepeval_judges_take_holodecks_settings_not_the_agents(tmp_path: Path) 
     for label, temperature in (("Tone", 0.0), ("faithfulness", 0.0), ("Azure", 1.0)):
         assert (specs[label].model.temperature, specs[label].model.max_tokens) == (temperature, None)
     assert specs["Tone"].model.name == "gpt-4o"
+
+
+def test_a_judge_left_to_the_agents_model_is_said_with_holodecks_own_default(tmp_path: Path) -> None:
+    """No `evaluations.model` and no model on the metric: Proctor judges with the agent's model
+    (HoloDeck's documentation), where HoloDeck 0.7.1's code lets DeepEval use its default
+    judge (Ollama gpt-oss:20b). The load says so; with a judge named, nothing is said."""
+    agent = "name: a\nmodel: {provider: openai, name: gpt-4o}\ninstructions: {inline: Be brief.}\n"
+    metrics = (
+        "evaluations:\n  metrics:\n    - {type: geval, name: Polite, criteria: Polite}\n"
+        "    - {type: rag, metric_type: answer_relevancy}\n    - {type: standard, metric: bleu}\n"
+        "test_cases: [{input: q, ground_truth: a}]\n"
+    )
+    (tmp_path / "agent.yaml").write_text(agent + metrics)
+    [warning] = [w for w in load_suite(tmp_path / "agent.yaml").warnings if "DeepEval's default" in w]
+    assert "Polite, answer_relevancy judged by the agent's model (openai gpt-4o)" in warning
+    assert "Ollama gpt-oss:20b" in warning and "bleu" not in warning
+    named = metrics.replace("  metrics:", "  model: {provider: openai, name: gpt-4o-mini}\n  metrics:")
+    (tmp_path / "agent.yaml").write_text(agent + named)
+    assert not [w for w in load_suite(tmp_path / "agent.yaml").warnings if "DeepEval's default" in w]
