@@ -502,3 +502,30 @@ def test_validate_warns_once_about_the_cases_no_configured_metric_applies_to(tmp
     [warning] = [w for w in suite.warnings if "passes or fails" in w]
     assert "7 cases: 'bare0', 'bare1', 'bare2', 'bare3', 'bare4' and 2 more" in warning
     assert "answered" not in warning and "reported as not scored, never as passed" in warning
+
+
+def test_validate_says_when_expected_intermediate_responses_are_scored_by_nothing(tmp_path: Path) -> None:
+    """An agentflow invocation's expected_intermediate_responses are read only by the response
+    judges told to include them; with none such, the load says they are kept but unscored, once,
+    naming the cases, and says nothing when a metric does read them."""
+    said = [
+        {"role": "assistant", "content": "Let me check the weather."},
+    ]
+    staged = case("staged")
+    staged["conversation"][0]["expected_intermediate_responses"] = said
+    staged["conversation"][0]["expected_final_response"] = {"role": "assistant", "content": "22°C"}
+    plain = case("plain")
+    plain["conversation"][0]["expected_final_response"] = {"role": "assistant", "content": "22°C"}
+    unread = {"eval_config": {"criteria": {"response_match": 0.5}}}
+    suite = load_suite(write(tmp_path, "s.evalset.json", evalset(staged, plain, metadata=unread)))
+    [warning] = [w for w in suite.warnings if "expected_intermediate_responses" in w]
+    assert "in 1 case(s) ('staged') are kept but scored by nothing" in warning
+    read = {
+        "eval_config": {
+            "criteria": {
+                "final_response_match_v2": {"threshold": 0.5, "include_intermediate_responses_in_final": True}
+            }
+        }
+    }
+    suite = load_suite(write(tmp_path, "t.evalset.json", evalset(staged, plain, metadata=read)))
+    assert not [w for w in suite.warnings if "expected_intermediate_responses" in w]
