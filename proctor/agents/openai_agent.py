@@ -426,6 +426,21 @@ def _check_auth_provider(config_path: Path, document: Any) -> None:
         raise ValueError(f"model.auth_provider{f' (line {line})' if line else ''}: {problem}")
 
 
+def _check_instructions_file(config_path: Path, document: Any) -> None:
+    """An `instructions: {file: ...}` that is not there is refused with the field and its line
+    (the agent reads it when it is built; a run with `--agent` does not need it)."""
+    from proctor.loaders.holodeck.keys import line_of
+
+    instructions = document.get("instructions") if isinstance(document, dict) else None
+    reference = instructions.get("file") if isinstance(instructions, dict) else None
+    if isinstance(reference, str) and reference.strip() and not (config_path.parent / reference).is_file():
+        line = line_of(str(config_path), "instructions.file")
+        raise ValueError(
+            f"instructions.file{f' (line {line})' if line else ''}: {reference}: file not found "
+            "(a path relative to the agent.yaml)"
+        )
+
+
 def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     from proctor.loaders.documents import read_document
     from proctor.loaders.holodeck.config import with_global_config
@@ -438,6 +453,7 @@ def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
     if missing:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     _check_auth_provider(config_path, document)
+    _check_instructions_file(config_path, document)
     agent = OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)
     agent.warnings = [f"{config_path}: {warning}" for warning in agent.warnings]
     return agent

@@ -38,6 +38,18 @@ def test_validate_refuses_an_agent_run_would_refuse(tmp_path: Path, capsys) -> N
     assert "auth_provider 'vertex' cannot be used" in capsys.readouterr().err
 
 
+def test_a_missing_instructions_file_is_named_at_its_line(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\nmodel: {provider: openai, name: gpt-4o}\ninstructions:\n  file: prompts/system.md\n"
+        "test_cases: [{input: q, evaluations: [{metric: contains, values: [x]}]}]\n"
+    )
+    assert main(["validate", str(tmp_path / "agent.yaml")]) == EXIT_BAD_INPUT
+    assert "instructions.file (line 4): prompts/system.md: file not found" in capsys.readouterr().err
+
+
 def test_validate_refuses_a_judged_metric_without_a_key(tmp_path: Path, capsys, monkeypatch) -> None:
     for name in ("OPENAI_API_KEY", "PROCTOR_JUDGE_API_KEY"):
         monkeypatch.delenv(name, raising=False)

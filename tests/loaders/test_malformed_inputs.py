@@ -998,7 +998,7 @@ RUN_ONLY: dict[str, Bad] = {
     ),
     "openai agent instructions file missing": Bad(
         {"s.evalset.json": evalset(), "bot.yaml": "model: gpt-4o-mini\ninstructions: {file: nowhere.md}\n"},
-        "bot.yaml: [Errno 2] No such file or directory",
+        "bot.yaml: instructions.file (line 2): nowhere.md: file not found",
         extra={"--agent": "openai:{dir}/bot.yaml"},
     ),
     "openai agent tool rounds 0": Bad(
