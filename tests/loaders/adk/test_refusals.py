@@ -140,6 +140,10 @@ def test_adk_itself_refuses_the_same_files(tmp_path: Path) -> None:
             },
             "eval_cases: the set has no cases",
         ),
+        (  # no null name or description to tell it by: its creation_timestamp alone is ADK's
+            {"eval_set_id": "empty", "eval_cases": [], "creation_timestamp": 1.0},
+            "eval_cases: the set has no cases",
+        ),
         (
             {
                 "eval_set_id": "s",
