@@ -454,6 +454,15 @@ def load_openai_agent(config_path: Path) -> OpenAIToolAgent:
         raise ValueError(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     _check_auth_provider(config_path, document)
     _check_instructions_file(config_path, document)
-    agent = OpenAIToolAgent(OpenAIAgentConfig.model_validate(document), config_path.parent, document=document)
+    from proctor.judges import CredentialError
+    from proctor.loaders.holodeck.keys import line_of
+
+    try:
+        agent = OpenAIToolAgent(
+            OpenAIAgentConfig.model_validate(document), config_path.parent, document=document
+        )
+    except CredentialError as error:  # the agent's model has no key: named where the model is
+        line = line_of(str(config_path), "model")
+        raise CredentialError(f"model{f' (line {line})' if line else ''}: {error}") from None
     agent.warnings = [f"{config_path}: {warning}" for warning in agent.warnings]
     return agent

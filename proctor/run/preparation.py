@@ -19,7 +19,7 @@ from proctor.judges.credentials import resolve_reference
 from proctor.loaders import Problem, SuiteError, load_suite, slug
 from proctor.loaders.references import resolve_relative_target
 from proctor.metrics import REGISTRY
-from proctor.models.case import Case, Suite
+from proctor.models.case import Case, MetricSpec, Suite
 from proctor.models.notify import NotifyPolicy
 from proctor.models.request import EvaluationRequest
 
@@ -195,6 +195,16 @@ def _default_note(suite: Suite) -> str:
     )
 
 
+def _model_line(suite: Suite, spec: MetricSpec) -> str:
+    """` (line N)` in a HoloDeck agent.yaml: the line where the judge's model is written."""
+    if suite.source_format != "holodeck":
+        return ""
+    from proctor.loaders.holodeck.lines import judge_model_line
+
+    line = judge_model_line(suite.path, spec.label, spec.name)
+    return f" (line {line})" if line else ""
+
+
 def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
     """A judged metric without an API key is a configuration error, found before the run."""
     problems = []
@@ -214,14 +224,20 @@ def check_judge_credentials(suite: Suite, cases: list[Case]) -> None:
                 resolve_api_key(spec.model)
             except CredentialError as error:
                 problems.append(
-                    Problem(suite.path, f"metric {spec.name!r}", str(error) + _default_note(suite))
+                    Problem(
+                        suite.path,
+                        f"metric {spec.name!r}",
+                        str(error) + _model_line(suite, spec) + _default_note(suite),
+                    )
                 )
             if spec.model is not None and spec.model.provider != "openai":
                 from proctor.agents.providers import provider_problem  # imports openai: on use
 
                 problem = provider_problem(spec.model)
                 if problem:
-                    problems.append(Problem(suite.path, f"metric {spec.name!r}", problem))
+                    problems.append(
+                        Problem(suite.path, f"metric {spec.name!r}", problem + _model_line(suite, spec))
+                    )
     if problems:
         unique = {str(problem): problem for problem in problems}
         raise SuiteError(list(unique.values()))

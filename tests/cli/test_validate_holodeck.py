@@ -60,6 +60,34 @@ def test_validate_refuses_a_judged_metric_without_a_key(tmp_path: Path, capsys, 
     assert "no API key for the judge" in capsys.readouterr().err
 
 
+def test_a_model_without_its_key_is_named_at_the_line_of_the_model_that_needs_it(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's model and each judge's: the metric's own model, else evaluations.model,
+    else the agent's, as HoloDeck picks the judge."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (tmp_path / "agent.yaml").write_text(
+        "name: a\n"
+        "model: {provider: anthropic, name: claude-sonnet-4-5}\n"
+        "instructions: {inline: hi}\n"
+        "evaluations:\n"
+        "  metrics:\n"
+        "    - {type: geval, name: Polite, criteria: c}\n"
+        "    - type: rag\n"
+        "      metric_type: answer_relevancy\n"
+        "      model: {provider: azure_openai, name: judge, endpoint: 'https://x.openai.azure.com'}\n"
+        "test_cases: [{input: q, ground_truth: a}]\n"
+    )
+    assert main(["validate", str(tmp_path / "agent.yaml")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    problems = [line.strip() for line in err.splitlines()[1:]]
+    assert any("model (line 2): no API key for provider anthropic" in p for p in problems), err
+    assert any("agent.yaml: metric 'geval': " in p and p.endswith("(line 2)") for p in problems), err
+    assert any("AZURE_OPENAI_API_KEY" in p and p.endswith("(line 9)") for p in problems), err
+
+
 @pytest.mark.usefixtures("support_env")
 def test_agent_override_is_said_once_and_pass_agent_is_not(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"

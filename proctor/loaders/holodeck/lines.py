@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -106,3 +107,42 @@ def with_lines(problems: list[Problem]) -> list[Problem]:
             Problem(problem.file, problem.location, f"{problem.message} (line {line})") if line else problem
         )
     return lined
+
+
+def judge_model_line(file: str, label: str | None, name: str) -> int | None:
+    """The line of the model that judges a metric of this agent.yaml, as HoloDeck picks it: the
+    metric's own `model` (found by its display name, `metric_type` or metric name), else
+    `evaluations.model`, else the agent's `model`; None when the file has none of them."""
+    try:
+        document = yaml.safe_load(Path(file).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    places: list[tuple[str, Any]] = []
+    evaluations = document.get("evaluations")
+    if isinstance(evaluations, dict):
+        places += [(f"evaluations.metrics[{i}]", m) for i, m in enumerate(evaluations.get("metrics") or [])]
+    for c, case in enumerate(document.get("test_cases") or []):
+        if not isinstance(case, dict):
+            continue
+        places += [
+            (f"test_cases[{c}].evaluations[{i}]", m) for i, m in enumerate(case.get("evaluations") or [])
+        ]
+        for t, turn in enumerate(case.get("turns") or []):
+            if isinstance(turn, dict):
+                places += [
+                    (f"test_cases[{c}].turns[{t}].evaluations[{i}]", m)
+                    for i, m in enumerate(turn.get("evaluations") or [])
+                ]
+    for location, metric in places:
+        if not isinstance(metric, dict) or not metric.get("model"):
+            continue
+        names = {metric.get("name"), metric.get("metric_type"), metric.get("metric"), metric.get("type")}
+        if label in names or name in names:
+            return line_at(file, f"{location}.model", exact=True)
+    for location in ("evaluations.model", "model"):
+        line = line_at(file, location, exact=True)
+        if line is not None:
+            return line
+    return None
