@@ -20,6 +20,7 @@ beside what was measured, met or not.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import sys
@@ -205,8 +206,17 @@ def speed(url: str, cases: int, runs: int) -> None:
 
     engine = get_engine(url)
     rng = random.Random(7)
-    suite = SimulatedSuite(engine, window=runs)
     rates = spread_rates(rng, cases)
+    # Each run stores what a real run of this suite stores with it: its request, with the suite's
+    # fingerprint (a digest per case), which the verdict reads back with every run of the window.
+    digests = {case: hashlib.sha256(case.encode()).hexdigest()[:16] for case in rates}
+    request = {"suite": "simulated.evalset.json", "cases": [], "tags": [], "metadata": {}, "repeat": 1}
+    fingerprint = {
+        "sha256": hashlib.sha256(repr(digests).encode()).hexdigest(),
+        "count": cases,
+        "cases": digests,
+    }
+    suite = SimulatedSuite(engine, window=runs, config=request | {"suite_fingerprint": fingerprint})
     for _ in range(runs + 1):
         last = suite.store_night(suite.draw(rng, rates))
     times = []

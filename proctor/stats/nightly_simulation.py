@@ -64,6 +64,7 @@ class SimulatedSuite:
         significance: float = DEFAULT_SIGNIFICANCE,
         suite_id: str | None = None,
         start: datetime | None = None,
+        config: dict | None = None,
     ) -> None:
         self.engine = engine
         self.repeat = repeat
@@ -73,6 +74,7 @@ class SimulatedSuite:
         self.start = start or datetime(2026, 1, 1, 3, tzinfo=UTC)
         self.nights = 0
         self.last: dict[str, list[bool]] = {}
+        self.config = config or {}  # stored with every run, as a real run stores its request
 
     def store_night(self, outcomes: dict[str, list[bool]]) -> EvalRun:
         """A completed run whose cases passed (True) or failed per attempt, as given."""
@@ -90,6 +92,7 @@ class SimulatedSuite:
                 started_at=started,
                 finished_at=started + timedelta(minutes=5),
                 proctor_version="simulation",
+                config=self.config,
                 repeat=self.repeat,
                 total_cases=len(outcomes),
                 passed_cases=passed,
