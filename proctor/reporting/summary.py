@@ -58,7 +58,8 @@ def _entry(row: CaseResultRow, metrics: list[MetricResultRow]) -> dict[str, Any]
 
 def case_rows(*, session: Session, run: EvalRun, limit: int = MAX_TABLE_ROWS) -> list[dict[str, Any]]:
     """One row per case for a table, failing cases first, at most `limit` rows; each with its
-    label against the history (newly failing, flaky, ...), as the reports and Slack give it."""
+    label against the history (newly failing, flaky, ...) and its evidence, as the reports and
+    Slack give them."""
     rows = [
         _entry(*r) | {"case_id": r[0].case_id}
         for r in iter_results(session=session, run_id=run.id, passed=False, limit=limit)
@@ -70,10 +71,12 @@ def case_rows(*, session: Session, run: EvalRun, limit: int = MAX_TABLE_ROWS) ->
         ]
     from proctor.models.comparison import LABEL_NAMES
 
-    labels = {c["case_id"]: c["label"] for c in (run.comparison or {}).get("cases") or []}
+    verdicts = {c["case_id"]: c for c in (run.comparison or {}).get("cases") or []}
     for row in rows:
-        label = labels.get(row.pop("case_id"))
+        verdict = verdicts.get(row.pop("case_id")) or {}
+        label = verdict.get("label")
         row["label"] = LABEL_NAMES.get(label, label) if label else ("passing" if row["passed"] else "")
+        row["evidence"] = verdict.get("evidence") or ""  # as the reports and Slack give it
     return rows
 
 

@@ -258,9 +258,12 @@ def test_every_view_gives_the_same_labels_and_counts(sqlite_url, tmp_path, capsy
     assert f"| `fahrenheit_units` | newly failing | {evidence} |" in markdown_artifact.data
     tables = [a for a in published if a.type == "table" and a.flow_run_id == markdown_artifact.flow_run_id]
     table = json.loads(tables[0].data) if isinstance(tables[0].data, str) else tables[0].data
-    labels = {row["case"]: row["label"] for row in table}  # the table names each case by its name
-    assert labels.pop("New York in Fahrenheit (fails on purpose: the agent ignores units)") == "newly failing"
-    assert set(labels.values()) == {"passing"} and len(labels) == 4
+    labels = {row["case"]: (row["label"], row["evidence"]) for row in table}  # cases by their names
+    assert labels.pop("New York in Fahrenheit (fails on purpose: the agent ignores units)") == (
+        "newly failing",
+        evidence,
+    )
+    assert set(labels.values()) == {("passing", "")} and len(labels) == 4
 
     text = json.dumps(summary_post["blocks"], ensure_ascii=False)
     assert counts in text and f"`fahrenheit_units` — {evidence}" in text

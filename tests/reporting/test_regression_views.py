@@ -53,8 +53,12 @@ def _tonight(session: Session) -> object:
 
 def test_the_prefect_case_table_labels_each_case(session: Session) -> None:
     run = _tonight(session)
-    labels = {row["case"]: row["label"] for row in case_rows(session=session, run=run)}
-    assert labels == {"steady": "newly failing", "wobbly": "flaky", "brand_new": "added"}
+    rows = {row["case"]: (row["label"], row["evidence"]) for row in case_rows(session=session, run=run)}
+    assert rows == {
+        "steady": ("newly failing", "passed 6 of the last 6 runs (a 12% chance if nothing changed)"),
+        "wobbly": ("flaky", "passed 3 of 7 runs, tonight's included"),
+        "brand_new": ("added", "new: not in the history"),
+    }
 
 
 def test_the_trend_ends_with_the_run_itself(session: Session) -> None:
