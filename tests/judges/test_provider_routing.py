@@ -1,7 +1,7 @@
 """Judges reach a HoloDeck model's provider as the agent does, each with its own key only.
 
-`proctor run` on an agent.yaml whose agent and judges (G-Eval, RAG faithfulness) use Azure
-OpenAI or Ollama, against a local server that answers only that provider's real path (Azure's
+`proctor run` on an agent.yaml whose agent and judges (G-Eval, RAG faithfulness, judged by
+`evaluations.model`, the same model as the agent's) use Azure OpenAI or Ollama, against a local server that answers only that provider's real path (Azure's
 deployment path with `api-version` and an `api-key` header; Ollama's `/v1`): every call, the
 agent's and the judges', lands there, and no host ever receives another provider's key.
 """
@@ -48,6 +48,7 @@ def _suite(tmp_path: Path, model: str) -> Path:
             instructions:
               inline: You answer questions about opening hours.
             evaluations:
+              model: {model}
               metrics:
                 - type: geval
                   name: Correctness

@@ -377,15 +377,24 @@ def multi_turn_case(
     ), []
 
 
-def deepeval_judge(spec: MetricSpec) -> MetricSpec:
-    """A G-Eval or RAG metric's judge called as HoloDeck calls it: HoloDeck hands DeepEval the
-    model's provider, name, endpoint and key only (`TestExecutor._build_deepeval_config`), at
-    temperature 0 (`DeepEvalModelConfig`: 1.0 on Azure, for its reasoning models) and without
-    the model's max_tokens or top_p, which are the agent's settings."""
-    if spec.model is None or not (spec.name == "geval" or spec.label in RAG_METRIC_TYPES):
+# The judge DeepEval falls back on when HoloDeck hands it no model (`DeepEvalModelConfig`'s
+# defaults): HoloDeck 0.7.1's executor does so for a G-Eval or RAG metric with no model of its
+# own and no `evaluations.model`, whatever its documentation says of the agent's model.
+DEEPEVAL_DEFAULT_JUDGE = LLMProvider(provider="ollama", name="gpt-oss:20b", endpoint="http://localhost:11434")
+
+
+def deepeval_judge(spec: MetricSpec, judge: LLMProvider | None) -> MetricSpec:
+    """A G-Eval or RAG metric's judge called as HoloDeck calls it. `judge` is the metric's own
+    model, else `evaluations.model`: HoloDeck hands DeepEval that model's provider, name,
+    endpoint and key only (`TestExecutor._build_deepeval_config`), at temperature 0
+    (`DeepEvalModelConfig`: 1.0 on Azure, for its reasoning models) and without the model's
+    max_tokens or top_p, which are the agent's settings; with neither, DeepEval's default
+    judge (`DEEPEVAL_DEFAULT_JUDGE`), never the agent's model. Other metrics pass unchanged."""
+    if not (spec.name == "geval" or spec.label in RAG_METRIC_TYPES):
         return spec
-    temperature = 1.0 if spec.model.provider == "azure_openai" else 0.0
-    judge = spec.model.model_copy(update={"temperature": temperature, "max_tokens": None, "top_p": None})
+    model = judge or DEEPEVAL_DEFAULT_JUDGE
+    temperature = 1.0 if model.provider == "azure_openai" else 0.0
+    judge = model.model_copy(update={"temperature": temperature, "max_tokens": None, "top_p": None})
     return spec.model_copy(update={"model": judge})
 
 

@@ -105,12 +105,13 @@ def load_holodeck(path: Path, document: Any) -> Suite:
     metrics: list[EvaluationMetric] = []
     agent_model, model_problems = holodeck.model_at(document, "model", str(path))
     problems += model_problems
-    default_model = None
-    if evaluations is not None:  # HoloDeck's judge: the evaluations model, else the agent's own
-        default_model, model_problems = holodeck.model_at(evaluations, "evaluations.model", str(path))
+    default_model = judge_model = None
+    if evaluations is not None:
+        judge_model, model_problems = holodeck.model_at(evaluations, "evaluations.model", str(path))
         problems += model_problems
-        if evaluations.get("model") is None:
-            default_model = agent_model
+        # G-Eval and RAG judges: evaluations.model, else DeepEval's default (`deepeval_judge`);
+        # the other metrics that take a model fall back on the agent's.
+        default_model = judge_model if evaluations.get("model") is not None else agent_model
         block_metrics = evaluations.get("metrics") or []
         if not isinstance(block_metrics, list):
             problems.append(
@@ -140,7 +141,10 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         if not evaluations.get("metrics"):
             problems.append(Problem(str(path), "evaluations.metrics", "List should have at least 1 item"))
     block_specs = [
-        holodeck.deepeval_judge(spec_from_evaluation_metric(metric, default_model)) for metric in metrics
+        holodeck.deepeval_judge(
+            spec_from_evaluation_metric(metric, default_model), metric.model or judge_model
+        )
+        for metric in metrics
     ]
     raw_cases, file_problems, cases_file = _holodeck_test_cases(path, document)
     where = str(cases_file)  # problems in the cases name the file they are in
@@ -154,7 +158,14 @@ def load_holodeck(path: Path, document: Any) -> Suite:
         key_problems = unknown_keys(where, location, raw, TEST_CASE_KEYS)
         problems += key_problems
         case_specs, metric_problems = case_metrics(
-            raw.get("evaluations"), block_specs, default_model, where, location, warnings, path.parent
+            raw.get("evaluations"),
+            block_specs,
+            default_model,
+            judge_model,
+            where,
+            location,
+            warnings,
+            path.parent,
         )
         problems += metric_problems
         if key_problems or metric_problems:
@@ -168,7 +179,15 @@ def load_holodeck(path: Path, document: Any) -> Suite:
                 warnings,
                 base_dir=path.parent,
                 turn_metrics=lambda entries, at: case_metrics(
-                    entries, block_specs, default_model, where, at, warnings, path.parent, empty_is_none=True
+                    entries,
+                    block_specs,
+                    default_model,
+                    judge_model,
+                    where,
+                    at,
+                    warnings,
+                    path.parent,
+                    empty_is_none=True,
                 ),
             )
             problems += case_problems
@@ -242,11 +261,11 @@ def _default_judge_warning(
     path: Path, document: dict[str, Any], raw_cases: list[Any], agent_model: Any
 ) -> list[str]:
     """A G-Eval or RAG metric with no model of its own and no `evaluations.model` is judged by
-    the agent's model, as HoloDeck's documentation says; HoloDeck 0.7.1's code hands DeepEval no
-    model then, and DeepEval's default judges (Ollama `gpt-oss:20b` on localhost:11434). Said,
-    so the choice is the user's."""
+    DeepEval's default judge (Ollama `gpt-oss:20b` on localhost:11434), as HoloDeck 0.7.1's
+    code judges it, while HoloDeck's documentation says the agent's model does. Said, naming
+    the metrics, so the choice is the user's."""
     evaluations = document.get("evaluations")
-    if agent_model is None or (isinstance(evaluations, dict) and evaluations.get("model")):
+    if isinstance(evaluations, dict) and evaluations.get("model"):
         return []
     entries = list(evaluations.get("metrics") or []) if isinstance(evaluations, dict) else []
     for raw in raw_cases:
@@ -263,11 +282,13 @@ def _default_judge_warning(
     )
     if not judged:
         return []
+    agent = (
+        f" (not the agent's model, {agent_model.provider} {agent_model.name}, as" if agent_model else " (as"
+    )
     return [
-        f"{path}: {', '.join(judged)} judged by the agent's model ({agent_model.provider} "
-        f"{agent_model.name}), as HoloDeck's documentation says; HoloDeck 0.7.1's code would use "
-        "DeepEval's default judge, Ollama gpt-oss:20b on localhost:11434. Set evaluations.model "
-        "to choose the judge"
+        f"{path}: {', '.join(judged)} judged by DeepEval's default judge, Ollama gpt-oss:20b on "
+        f"localhost:11434, as HoloDeck 0.7.1's code judges a metric with no model{agent} "
+        "HoloDeck's documentation says). Set evaluations.model to choose the judge"
     ]
 
 

@@ -46,6 +46,7 @@ def case_metrics(
     entries: Any,
     block_specs: list[MetricSpec],
     default_model: LLMProvider | None,
+    judge_model: LLMProvider | None,
     file: str,
     location: str,
     warnings: list[str],
@@ -54,7 +55,8 @@ def case_metrics(
     empty_is_none: bool = False,
 ) -> tuple[list[MetricSpec] | None, list[Problem]]:
     """The specs an `evaluations` list gives; with none (absent or empty), the block's — or,
-    for a turn (`empty_is_none`), None: the case's metrics apply."""
+    for a turn (`empty_is_none`), None: the case's metrics apply. `judge_model` is
+    `evaluations.model`, the judge of G-Eval and RAG metrics naming none of their own."""
     where = f"{location}.evaluations"
     if entries is None or entries == []:
         return (None if empty_is_none else list(block_specs)), []
@@ -85,7 +87,9 @@ def case_metrics(
             problems.append(Problem(file, at, str(error)))
             continue
         if metric is not None:
-            spec = holodeck.deepeval_judge(spec_from_evaluation_metric(metric, default_model))
+            spec = holodeck.deepeval_judge(
+                spec_from_evaluation_metric(metric, default_model), metric.model or judge_model
+            )
             problems += check_specs([(file, at, spec)])
             specs.append(spec)
     return specs, problems

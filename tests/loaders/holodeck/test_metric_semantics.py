@@ -95,8 +95,10 @@ def test_numeric_on_a_yes_no_truth_fails_the_metric_as_holodeck_does(tmp_path: P
 
 
 def test_deepeval_judges_take_holodecks_settings_not_the_agents(tmp_path: Path) -> None:
-    """With no evaluations model the agent's judges G-Eval and RAG, at HoloDeck's DeepEval
-    settings: temperature 0 (1.0 on Azure), without the agent's max_tokens."""
+    """With no evaluations model G-Eval and RAG are judged as HoloDeck 0.7.1's code judges them:
+    by DeepEval's default judge (Ollama gpt-oss:20b on localhost), not the agent's model, at
+    HoloDeck's DeepEval settings: temperature 0 (1.0 on Azure), without the agent's
+    max_tokens; a metric's own model is its judge."""
     (tmp_path / "agent.yaml").write_text(
         "model: {provider: openai, name: gpt-4o, temperature: 0.7, max_tokens: 50}\n"
         "instructions: {inline: hi}\n"
@@ -109,13 +111,21 @@ def test_deepeval_judges_take_holodecks_settings_not_the_agents(tmp_path: Path) 
     specs = {spec.label: spec for spec in load_suite(tmp_path / "agent.yaml").cases[0].metrics}
     for label, temperature in (("Tone", 0.0), ("faithfulness", 0.0), ("Azure", 1.0)):
         assert (specs[label].model.temperature, specs[label].model.max_tokens) == (temperature, None)
-    assert specs["Tone"].model.name == "gpt-4o"
+    for label in ("Tone", "faithfulness"):
+        judge = specs[label].model
+        assert (judge.provider, judge.name, judge.endpoint) == (
+            "ollama",
+            "gpt-oss:20b",
+            "http://localhost:11434",
+        )
+    assert (specs["Azure"].model.provider, specs["Azure"].model.name) == ("azure_openai", "d")
 
 
-def test_a_judge_left_to_the_agents_model_is_said_with_holodecks_own_default(tmp_path: Path) -> None:
-    """No `evaluations.model` and no model on the metric: Proctor judges with the agent's model
-    (HoloDeck's documentation), where HoloDeck 0.7.1's code lets DeepEval use its default
-    judge (Ollama gpt-oss:20b). The load says so; with a judge named, nothing is said."""
+def test_a_judge_left_to_deepevals_default_is_said(tmp_path: Path) -> None:
+    """No `evaluations.model` and no model on the metric: Proctor judges as HoloDeck 0.7.1's
+    code does, with DeepEval's default judge (Ollama gpt-oss:20b), where HoloDeck's
+    documentation says the agent's model. The load says so, naming the metrics; with a judge
+    named, nothing is said."""
     agent = "name: a\nmodel: {provider: openai, name: gpt-4o}\ninstructions: {inline: Be brief.}\n"
     metrics = (
         "evaluations:\n  metrics:\n    - {type: geval, name: Polite, criteria: Polite}\n"
@@ -124,8 +134,8 @@ def test_a_judge_left_to_the_agents_model_is_said_with_holodecks_own_default(tmp
     )
     (tmp_path / "agent.yaml").write_text(agent + metrics)
     [warning] = [w for w in load_suite(tmp_path / "agent.yaml").warnings if "DeepEval's default" in w]
-    assert "Polite, answer_relevancy judged by the agent's model (openai gpt-4o)" in warning
-    assert "Ollama gpt-oss:20b" in warning and "bleu" not in warning
+    assert "Polite, answer_relevancy judged by DeepEval's default judge, Ollama gpt-oss:20b" in warning
+    assert "not the agent's model, openai gpt-4o" in warning and "bleu" not in warning
     named = metrics.replace("  metrics:", "  model: {provider: openai, name: gpt-4o-mini}\n  metrics:")
     (tmp_path / "agent.yaml").write_text(agent + named)
     assert not [w for w in load_suite(tmp_path / "agent.yaml").warnings if "DeepEval's default" in w]
