@@ -143,6 +143,27 @@ def _guarded_exit(status: int) -> None:
 def install_exit_guard() -> None:
     if os._exit is not _guarded_exit:
         os._exit = _guarded_exit
+    if os.close is not _guarded_close:
+        os.close = _guarded_close
+
+
+# `os.close(1)` in an agent: the next file or socket any thread of the process opens takes
+# descriptor 1, and whatever Proctor then prints goes there (a run's summary was written into
+# an agent's own file, or into the Prefect API's connection, and the run exited 0 with nothing
+# on the terminal). Standard input, output and error stay open; the agent's call is logged.
+_STANDARD_DESCRIPTORS = (0, 1, 2)
+_real_close = os.close
+
+
+def _guarded_close(fd: int) -> None:
+    if fd in _STANDARD_DESCRIPTORS and getattr(_agent_thread, "pid", None) == os.getpid():
+        logging.getLogger("proctor.agent").warning(
+            "an agent called os.close(%d) on standard %s; Proctor kept it open",
+            fd,
+            ("input", "output", "error")[fd],
+        )
+        return
+    _real_close(fd)
 
 
 @contextlib.contextmanager
@@ -152,6 +173,7 @@ def restoring_process_state(logger: Any) -> Iterator[None]:
     (`os.chdir`), and standard output and error (closed by the agent). Each change is logged."""
     cwd = os.getcwd()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
+    was = {fd: _identity(fd) for fd in (1, 2)}
     try:
         yield
     finally:
@@ -163,16 +185,29 @@ def restoring_process_state(logger: Any) -> Iterator[None]:
             os.chdir(cwd)
             logger.warning("an agent changed the working directory; Proctor changed it back to %s", cwd)
         for fd, name in ((1, "stdout"), (2, "stderr")):
-            _reopen(fd, name, saved[fd], logger)
-            os.close(saved[fd])
+            _reopen(fd, name, saved[fd], was[fd], logger)
+            _real_close(saved[fd])
 
 
-def _reopen(fd: int, name: str, saved: int, logger: Any) -> None:
-    """Standard output or error as they were, when an agent closed them."""
+def _identity(fd: int) -> tuple[int, int] | None:
+    """Which open file a descriptor is (device and inode), or None when it is closed."""
     try:
-        os.fstat(fd)
-    except OSError:  # the file descriptor itself was closed
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _reopen(fd: int, name: str, saved: int, was: tuple[int, int] | None, logger: Any) -> None:
+    """Standard output or error as they were, when an agent closed them or pointed them
+    elsewhere (`os.dup2` onto them)."""
+    now = _identity(fd)
+    if now is None:  # the file descriptor itself was closed
         os.dup2(saved, fd)
+    elif now != was:
+        os.dup2(saved, fd)
+        shown = name.removeprefix("std")
+        logger.warning("an agent pointed standard %s elsewhere; Proctor put it back", shown)
     stream = getattr(sys, name)
     if stream is not None and not stream.closed:
         return

@@ -40,6 +40,16 @@ def console_main() -> int:
 
         print("interrupted before any run started: nothing was run or stored", file=sys.stderr)
         code = EXIT_INTERRUPTED
+    except BaseException as error:
+        # Whatever ended the command, a thread an agent left running must not keep the process
+        # alive for ever after it (the interpreter waits for such threads before exiting).
+        if not isinstance(error, SystemExit):
+            import traceback
+
+            traceback.print_exc()
+        code = error.code if isinstance(error, SystemExit) and isinstance(error.code, int) else 1
+        leave_without_agent_threads(code)
+        raise
     gc.freeze()
     leave_without_agent_threads(code)
     return code

@@ -177,6 +177,57 @@ def test_an_agent_moving_the_working_directory_closing_stdout_or_leaving_a_threa
     assert "1 thread(s) started by user code are still running ('left-behind' running time.sleep)" in output
 
 
+DESCRIPTORS = """
+import os
+
+KEPT = []
+
+def agent(request):
+    if request.case_id == "closefd":
+        os.close(1)  # the descriptor itself, not sys.stdout
+    if request.case_id == "opener":  # the next file opened would take descriptor 1
+        KEPT.append(open(os.environ["AGENT_FILE"], "w"))
+    if request.case_id == "redirect":
+        os.dup2(os.open(os.environ["AGENT_FILE"] + ".2", os.O_WRONLY | os.O_CREAT), 2)
+    return "answer " + request.input
+"""
+
+
+def test_an_agent_closing_or_redirecting_the_output_descriptors_leaves_the_summary_on_the_terminal(
+    tmp_path: Path,
+) -> None:
+    agent_file = tmp_path / "agent-file.txt"
+    cases = ["closefd", "opener", "redirect", "good"]
+    done = _run(tmp_path, DESCRIPTORS, cases, "--concurrency", "1", AGENT_FILE=str(agent_file))
+    output = done.stdout + done.stderr
+    # Before: the summary went into the agent's own file (it had taken descriptor 1), exit 0 and
+    # nothing on the terminal; in a Prefect flow run it went into the API's connection instead.
+    assert done.returncode == EXIT_PASSED, output
+    assert "4/4 passed" in done.stdout, output
+    assert "passed" not in agent_file.read_text()
+    assert "os.close(1) on standard output; Proctor kept it open" in output
+    assert "pointed standard err elsewhere; Proctor put it back" in done.stderr, output
+    assert {state for state, _ in _stored(tmp_path).values()} == {"COMPLETE"}
+
+
+def test_a_command_that_fails_unexpectedly_does_not_wait_for_a_thread_an_agent_left(tmp_path: Path) -> None:
+    """The command exits (status 1, its traceback shown) instead of waiting for ever."""
+    script = (
+        "import importlib, threading, time, sys\n"
+        "cli = importlib.import_module('proctor.cli.main')\n"
+        "threading.Thread(target=time.sleep, args=(3600,), name='left-behind').start()\n"
+        "def broken(argv=None):\n"
+        "    raise RuntimeError('something Proctor did not expect')\n"
+        "cli.main = broken\n"
+        "sys.exit(cli.console_main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    # Before: the process never exited (the test's timeout ended it).
+    assert done.returncode == 1, done.stderr
+    assert "RuntimeError: something Proctor did not expect" in done.stderr
+    assert "'left-behind' running time.sleep" in done.stderr
+
+
 BLOCKING = """
 import asyncio, time
 
