@@ -27,6 +27,7 @@ from proctor.models.tables import EvalRun, RunStatus
 from proctor.run.engine import RunIncomplete, SubmitChunk, evaluate_request
 from proctor.run.preparation import DEFAULT_REPORT_ROOT, prepare, select_cases
 from proctor.run.stopping import noting_sigterm
+from proctor.storage.opening import holds_password
 from proctor.tasks.notify import compare_with_baseline_task, notify_task, notify_unfinished_task
 from proctor.tasks.persist import finalize_run
 from proctor.tasks.report import publish_artifacts, render_reports_task, write_comparison_task
@@ -98,7 +99,7 @@ def refuse_literal_password(url: str | None) -> None:
     holding a password there is refused (the form refuses it at submit; this is for
     deployment parameters and API calls). `run_evaluation`, the CLI's way in, passes such a
     URL by reference instead, so it never arrives here."""
-    if url and re.match(URL_WITHOUT_PASSWORD_PATTERN, url) is None:
+    if url and (re.match(URL_WITHOUT_PASSWORD_PATTERN, url) is None or holds_password(url.strip())):
         raise ValueError(
             "database_url holds a password, which Prefect stores with the flow run's parameters: "
             "name it instead, '${ENV_VAR}' or 'secret:BLOCK_NAME' (a Prefect Secret block holding the URL)"

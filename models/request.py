@@ -21,7 +21,12 @@ DASK_ADDRESS_PATTERN = r"^(local(:[1-9][0-9]{0,3})?|(tcp|tls|ws|wss|inproc|ucx):
 # or a URL without a password (`postgresql://user:PASSWORD@host` is refused: Prefect stores and
 # shows flow-run parameters). In Python (`run_evaluation`, the CLI) such a URL is moved into the
 # process's environment and passed by reference instead.
-URL_WITHOUT_PASSWORD_PATTERN = r"^(?![A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^@]*@)"
+# A password may also come as a query parameter (`?password=...`, which the PostgreSQL driver
+# reads), with its key percent-encoded or not; leading blanks do not hide either form.
+URL_WITHOUT_PASSWORD_PATTERN = (
+    r"^(?!\s*[A-Za-z][A-Za-z0-9+.-]*://[^/@:]*:[^@]*@)"
+    r"(?![^?#]*\?(?:[^#]*&)?(?:[Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd]|[^=&#]*%[^=&#]*)=[^&#])"
+)
 # What the form says instead of the value (it holds a password) and the patterns above.
 URL_WITHOUT_PASSWORD = "a URL without its password, or its name: ${ENV_VAR} or secret:BLOCK_NAME"
 DASK_ADDRESS = "a Dask scheduler address such as tcp://host:8786, or local, or local:N for N workers"

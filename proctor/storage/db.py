@@ -28,6 +28,7 @@ from proctor.storage.opening import (
     create_schema,
     explain,
     parse_database_url,
+    query_passwords,
 )
 
 __all__ = [
@@ -122,6 +123,8 @@ def get_engine(url: str | None = None) -> Engine:
             return engine
         parsed = parse_database_url(url)
         secrets.remember(parsed.password if isinstance(parsed.password, str) else None)
+        for password in query_passwords(url):
+            secrets.remember(password)
         if parsed.get_backend_name() == "sqlite":
             database = parsed.database
             if database and database != ":memory:":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import parse_qsl, unquote_plus
 
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
@@ -43,8 +44,37 @@ def _userinfo_password(url: str) -> str | None:
     return rest[:at].split(":", 1)[1]
 
 
+def query_passwords(url: str) -> list[str]:
+    """Passwords given as a query parameter (`?password=...`, read by the PostgreSQL driver as
+    the password), however the key was spelt or percent-encoded."""
+    query = url.partition("?")[2].partition("#")[0]
+    return [
+        value
+        for key, value in parse_qsl(query, keep_blank_values=True)
+        if key.strip().lower() == "password" and value
+    ]
+
+
+def holds_password(url: str) -> bool:
+    """Whether the URL carries a password, in its user part or as a query parameter."""
+    return bool(_userinfo_password(url)) or bool(query_passwords(url))
+
+
+def _hide_query_passwords(url: str) -> str:
+    head, sep, query = url.partition("?")
+    if not sep:
+        return url
+    query, hash_sign, fragment = query.partition("#")
+    pairs = []
+    for pair in query.split("&"):
+        key, equals, _ = pair.partition("=")
+        pairs.append(f"{key}=***" if equals and unquote_plus(key).strip().lower() == "password" else pair)
+    return f"{head}?{'&'.join(pairs)}{hash_sign}{fragment}"
+
+
 def _shown(url: str) -> str:
     """The URL with its password hidden, however it was typed."""
+    url = _hide_query_passwords(url)
     scheme, sep, rest = url.partition("://")
     if _userinfo_password(url) is None:
         return url
@@ -258,7 +288,7 @@ def password_by_reference(url: str | None) -> str | None:
         password = make_url(url).password
     except (ArgumentError, ValueError):
         return url  # refused later, with its password hidden
-    if not password:
+    if not password and not query_passwords(url):
         return url
     os.environ[DATABASE_URL_ENV] = url
     return None

@@ -14,8 +14,9 @@ PASSWORD = "pw-sentinel-5d1c"  # the machine's PostgreSQL trusts local users: an
 SUITE = "name: s\ntest_cases: [{name: c1, input: q, ground_truth: hi}]\nevaluations:\n  metrics: [{metric: bleu}]\n"
 
 
+@pytest.mark.parametrize("where", ["user part", "query"])
 def test_the_flow_runs_parameters_carry_no_database_password(
-    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     from prefect.client.orchestration import get_client
     from sqlalchemy.engine import make_url
@@ -29,7 +30,10 @@ def test_the_flow_runs_parameters_carry_no_database_password(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "agent.py").write_text("def agent(request):\n    return 'hi'\n")
     (tmp_path / "agent.yaml").write_text(SUITE)
-    url = make_url(postgres_url).set(password=PASSWORD).render_as_string(hide_password=False)
+    if where == "user part":
+        url = make_url(postgres_url).set(password=PASSWORD).render_as_string(hide_password=False)
+    else:  # the PostgreSQL driver reads ?password= too (before: stored in the flow run's parameters)
+        url = make_url(postgres_url).update_query_dict({"password": PASSWORD}).render_as_string(False)
     request = EvaluationRequest(
         suite=str(tmp_path / "agent.yaml"),
         agent=f"{tmp_path / 'agent.py'}:agent",
@@ -58,6 +62,13 @@ LITERAL = "postgresql://proctor:pw-sentinel-5d1c@127.0.0.1:5432/results"
         (LITERAL, True),
         ("postgresql+psycopg://proctor:p%40ss@db.internal/results", True),
         ("postgresql://proctor:pa/ss#w@rd@db.internal/results", True),  # not percent-encoded
+        # Before: passed, though the driver reads a password from the query, or the URL from its blank.
+        ("postgresql://proctor@db.internal/results?password=pw-sentinel-5d1c", True),
+        ("postgresql:///results?host=/run/pg&user=proctor&password=pw-sentinel-5d1c", True),
+        ("postgresql://proctor@db.internal/results?pass%77ord=pw-sentinel-5d1c", True),
+        (" postgresql://proctor:pw-sentinel-5d1c@db.internal/results", True),
+        ("postgresql://proctor@db.internal/results?sslmode=require&password=", False),
+        ("postgresql://proctor@db.internal/results?sslmode=require", False),
         ("${PROCTOR_DATABASE_URL}", False),
         ("secret:results-db-url", False),
         ("postgresql://postgres@127.0.0.1:5432/test", False),  # no password: trust or .pgpass
@@ -119,3 +130,22 @@ def test_a_database_password_not_percent_encoded_is_never_shown_in_part(url: str
         assert "percent-encoded" in output and "proctor:***@127.0.0.1:9/results" in output, output
         for fragment in ("s3cr", "9f2c", "w/rd", "tw9f"):
             assert fragment not in output, (fragment, output)
+
+
+def test_a_database_password_given_as_a_query_parameter_is_never_shown() -> None:
+    import os
+    import subprocess
+    import sys
+
+    from proctor.cli import EXIT_ERROR
+
+    proctor = str(Path(sys.executable).with_name("proctor"))
+    url = "postgresql://proctor@127.0.0.1:9/results?sslmode=disable&password=qp-sentinel-77a1"
+    done = subprocess.run(
+        [proctor, "history", "--db", url], capture_output=True, text=True, timeout=600, env=dict(os.environ)
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_ERROR, output  # unreachable: nothing listens on port 9
+    # Before: the URL was shown as typed, password and all.
+    assert "proctor@127.0.0.1:9/results?sslmode=disable&password=***" in output, output
+    assert "qp-sentinel" not in output, output
