@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import math
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,8 +133,9 @@ async def _evaluate_request(request: EvaluationRequest, steps: Orchestrator) -> 
             steps, request, suite, cases, variant.agent if variant else agent, variant, report_dir
         )
     base = Path(request.report_dir) if request.report_dir else default_report_dir(suite, uuid.uuid4()).parent
+    folders = variant_folders([variant.name for variant in request.variants])
     runs = [
-        await run_suite(steps, request, suite, cases, variant.agent, variant, base / slug(variant.name))
+        await run_suite(steps, request, suite, cases, variant.agent, variant, base / folders[variant.name])
         for variant in request.variants
     ]
     comparison = await steps.write_comparison(
@@ -143,6 +146,21 @@ async def _evaluate_request(request: EvaluationRequest, steps: Orchestrator) -> 
     return best.model_copy(
         update={"variants": runs, "best_variant": comparison.best, "comparison_dir": str(base)}
     )
+
+
+def variant_folders(names: list[str]) -> dict[str, str]:
+    """Each variant's report folder: its name as a file name (`slug`). Names that would share
+    one ('a/b' and 'a-b'; two names in a script with no letter `slug` keeps, both 'suite') each
+    get a digest of the name after it: one variant's reports never overwrite another's."""
+    slugs = {name: slug(name) for name in names}
+    shared = Counter(slugs.values())
+    folders = {
+        name: folder if shared[folder] == 1 else f"{folder}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+        for name, folder in slugs.items()
+    }
+    if len(set(folders.values())) < len(folders):  # a name spelt like another's folder and digest
+        folders = {name: f"{folder}-{number + 1}" for number, (name, folder) in enumerate(folders.items())}
+    return folders
 
 
 def resumed_variant(request: EvaluationRequest) -> VariantSpec | None:

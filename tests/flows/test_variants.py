@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,23 @@ def test_variants_run_the_suite_and_the_best_is_named(tmp_path: Path, sqlite_url
     assert "shy&lt;script&gt;" in html and "<script>" not in html
     assert "**weather**" in (tmp_path / "out" / "comparison.md").read_text()
     assert (tmp_path / "out" / "weather" / "report.md").exists()
+
+
+def test_variants_whose_names_make_the_same_folder_keep_their_own_reports(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """'a/b' and 'a-b' both make the folder a-b, and two names with no ASCII letter both make
+    'suite': before, each overwrote the other's reports without a word."""
+    (tmp_path / "shy.py").write_text(SHY_AGENT)
+    names = ["a/b", "a-b", "日本", "中文"]
+    command = ["run", str(EXAMPLE_SUITE), "--db", sqlite_url, "--output", str(tmp_path / "out")]
+    command += ["--no-progress", "--no-prefect"]
+    for name in names:
+        command += ["--variant", f"{name}={tmp_path / 'shy.py'}:agent"]
+    assert main(command) == EXIT_FAILED
+    runs = {}
+    for report in (tmp_path / "out").glob("*/report.json"):
+        runs[report.parent.name] = json.loads(report.read_text())
+    assert len(runs) == len(names), sorted(runs)  # before: 2 folders for 4 variants
+    stored = {row["variant"] for row in csv.DictReader((tmp_path / "out" / "comparison.csv").open())}
+    assert stored == set(names)
