@@ -77,15 +77,16 @@ def vanna_case(case: Case) -> dict[str, Any]:
     }
 
 
-def _dumped(model: Any, *, safe: list[str] | None, **options: Any) -> Any:
+def _dumped(model: Any, *, safe: list[str] | None, where: str, **options: Any) -> Any:
     """A model as JSON data. With `safe` (a list of notes), any value JSON has no form for
-    (an agent's tool arguments may hold anything) is kept as its repr, with a note, where
-    the plain dump raises."""
+    (an agent's tool arguments may hold anything) is kept as its repr, with a note naming
+    where (`tool_calls[0]`), where the plain dump raises."""
     if safe is None:
         return model.model_dump(mode="json", **options)
 
     def described(value: Any) -> str:
-        safe.append(f"a value of type {type(value).__name__} no database can store, kept as its repr")
+        kind = type(value).__name__
+        safe.append(f"{where}: a value of type {kind} no database can store, kept as its repr")
         return safe_repr(value)
 
     return model.model_dump(mode="json", fallback=described, **options)
@@ -109,8 +110,11 @@ def case_row(
         "input": case.first_input,
         "response": outcome.final_response,
         "ground_truth": case.ground_truth,
-        "turns": [_dumped(turn, safe=safe) for turn in outcome.turns],
-        "tool_calls": [_dumped(call, safe=safe, exclude_none=True) for call in outcome.tool_calls],
+        "turns": [_dumped(turn, safe=safe, where=f"turns[{n}]") for n, turn in enumerate(outcome.turns)],
+        "tool_calls": [
+            _dumped(call, safe=safe, where=f"tool_calls[{n}]", exclude_none=True)
+            for n, call in enumerate(outcome.tool_calls)
+        ],
         "expected_tools": case.expected_tools,
         "tools_matched": outcome.tools_matched,
         "errors": list(outcome.errors),
@@ -148,7 +152,7 @@ def final_columns(outcome: CaseOutcome, *, safe: list[str] | None = None) -> dic
         "errors": list(outcome.errors),
         "notes": list(outcome.storage_notes) or None,
         "tools_matched": outcome.tools_matched,
-        "turns": [_dumped(turn, safe=safe) for turn in outcome.turns],
+        "turns": [_dumped(turn, safe=safe, where=f"turns[{n}]") for n, turn in enumerate(outcome.turns)],
         "evaluation_ms": outcome.evaluation_ms,
         "execution_ms": outcome.execution_ms,
         "finished_at": outcome.finished_at or datetime.now(UTC),
