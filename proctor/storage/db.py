@@ -6,7 +6,9 @@ the project that produced them; `PROCTOR_DATABASE_URL` or `--db` point elsewhere
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -179,16 +181,32 @@ def file_identity(url: str) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+def _run_row_lost(path: Path, run_id: object) -> bool:
+    """Whether the run's own row can no longer be read from the file, by a connection of its
+    own: the file was emptied (`: > results.db`) or written over where it stands. A busy or
+    locked file is not lost."""
+    key = getattr(run_id, "hex", str(run_id))
+    uri = f"{path.as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
+            return connection.execute("SELECT 1 FROM eval_run WHERE id = ?", (key,)).fetchone() is None
+    except sqlite3.Error as error:
+        return not any(word in str(error) for word in ("locked", "busy"))
+
+
 def check_same_file(url: str, identity: tuple[int, int] | None, run_id: object) -> None:
-    """Raise `DatabaseFileLost` when the file at a run's SQLite path is gone or is another
-    file than the one the run started writing to."""
+    """Raise `DatabaseFileLost` when the file at a run's SQLite path is gone, is another
+    file than the one the run started writing to, or no longer holds the run."""
     if identity is None:
         return
     now = file_identity(url)
-    if now == identity:
-        return
     path = sqlite_file(url)
-    what = "deleted" if now is None else "replaced by another file"
+    if now == identity:
+        if path is None or not _run_row_lost(path, run_id):
+            return
+        what = "emptied or overwritten"  # the same file, truncated or written over in place
+    else:
+        what = "deleted" if now is None else "replaced by another file"
     raise DatabaseFileLost(
         f"the results database {path} was {what} while run {run_id} was writing to it: its "
         "results are not in that file, and this run cannot be resumed from it. Run the suite again"
