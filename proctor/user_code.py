@@ -19,6 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+# How an agent call failed by another case's agent code is worded (its event loop blocked, its
+# call cancelled): not the case's own verdict, so `proctor resume` runs such a case again.
+BY_ANOTHER_CASE = "by the agent code of case "
+
 
 class AgentLoadError(ValueError):
     """The target cannot be imported or is not callable (agents, tools and graders alike)."""

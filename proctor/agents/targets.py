@@ -18,6 +18,7 @@ from proctor.agents.protocol import AgentRequest, AgentResponse, coerce_response
 from proctor.calls.call_clock import limited
 from proctor.loaders.references import CONFIGURED_AGENTS, resolve_relative_target
 from proctor.user_code import (
+    BY_ANOTHER_CASE,
     AgentLoadError,
     describe_error,
     in_forked_child,
@@ -216,7 +217,8 @@ class AgentInvoker:
         except asyncio.CancelledError as error:
             by = task.cancelled_by if isinstance(task, AgentTask) else None
             if by is not None and by != task.get_name():  # type: ignore[union-attr]
-                raise AgentAbortError(f"the agent's call was cancelled by the agent code of {by}") from None
+                culprit = by.removeprefix("case ")  # the task's name: "case 'x'"
+                raise AgentAbortError(f"the agent's call was cancelled {BY_ANOTHER_CASE}{culprit}") from None
             if task is None or task.cancelling():  # the caller's timeout or cancellation
                 raise
             raise AgentAbortError(f"agent raised {_describe(error)}") from None
@@ -270,7 +272,7 @@ class AgentInvoker:
                 "(a blocking call, such as time.sleep, in async code)"
             )
         if blocker is not None:
-            return f"{message}: the agents' event loop was blocked by the agent code of case {blocker!r}"
+            return f"{message}: the agents' event loop was blocked {BY_ANOTHER_CASE}{blocker!r}"
         return message
 
     def close(self) -> None:

@@ -204,9 +204,12 @@ def resume_point(*, session: Session, run_id: uuid.UUID) -> ResumePoint:
 
 def refused_by_quota(*, session: Session, run_id: uuid.UUID) -> set[tuple[str, int]]:
     """The case runs that ended in an error because the model provider still refused a call
-    after the quota patience (`proctor.calls.quota.QUOTA_ERROR`): not the agent's fault, so a resume
-    runs them again, even in a run that completed."""
+    after the quota patience (`proctor.calls.quota.QUOTA_ERROR`), or because another case's
+    agent code blocked the agents' event loop or cancelled the call
+    (`proctor.user_code.BY_ANOTHER_CASE`): not the agent's fault, so a resume runs them again,
+    even in a run that completed."""
     from proctor.calls.quota import QUOTA_ERROR
+    from proctor.user_code import BY_ANOTHER_CASE
 
     errored = [CaseState.AGENT_FAILED.value, CaseState.EVALUATION_FAILED.value]
     return {
@@ -216,7 +219,7 @@ def refused_by_quota(*, session: Session, run_id: uuid.UUID) -> set[tuple[str, i
                 CaseResultRow.run_id == run_id, col(CaseResultRow.state).in_(errored)
             )
         )
-        if any(QUOTA_ERROR in str(error) for error in errors or [])
+        if any(QUOTA_ERROR in str(error) or BY_ANOTHER_CASE in str(error) for error in errors or [])
     }
 
 

@@ -247,6 +247,49 @@ def test_an_async_agent_blocking_its_event_loop_times_out_and_is_named(tmp_path:
     assert "did not answer within 1 s: it blocked the agents' event loop" in errors[0], errors
 
 
+HELD_UP = """
+import asyncio, os, time
+
+async def agent(request):
+    with open(os.environ["CALL_LOG"], "a") as handle:
+        handle.write(request.case_id + "\\n")
+    if request.case_id == "blocker":
+        time.sleep(8)  # blocks the event loop the other case's call waits on
+    else:
+        await asyncio.sleep(0.5)
+    return "answer " + request.input
+"""
+
+
+def test_a_case_held_up_by_another_cases_blocking_code_is_run_again_by_resume(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.log"
+    done = _run(
+        tmp_path, HELD_UP, ["blocker", "held"], "--timeout", "3", "--concurrency", "2", CALL_LOG=str(calls)
+    )
+    assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
+    stored = _stored(tmp_path)
+    assert "blocked by the agent code of case 'blocker'" in stored["held"][1][0], stored
+    ((run_id,),) = rows(f"sqlite:///{tmp_path / 'results.db'}", "SELECT id FROM eval_run")
+    before = calls.read_text().split()  # 'held' too, unless the blocked loop never started it
+    command = str(Path(sys.executable).with_name("proctor"))
+    environment = {**os.environ, "CALL_LOG": str(calls)}
+    environment.pop("PREFECT_API_URL", None)
+    resumed = subprocess.run(
+        [command, "resume", str(run_id)[:8], "--db", "sqlite:///results.db", "--no-progress", "--no-prefect"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert resumed.returncode == EXIT_FAILED, resumed.stdout + resumed.stderr  # the blocker's own failure
+    stored = _stored(tmp_path)
+    # Before: the held-up case kept another case's failure for good; resume ran nothing.
+    assert stored["held"][0] == "COMPLETE", stored
+    assert stored["blocker"][0] == "AGENT_FAILED"
+    assert calls.read_text().split()[len(before) :] == ["held"]  # the held-up case alone, once
+
+
 CANCELLING = """
 import asyncio
 
