@@ -14,7 +14,7 @@ def test_readme_opens_with_the_run_and_test_commands() -> None:
     commands = readme_commands()
     assert commands["run"].endswith("proctor run examples/weather/weather.evalset.json")
     assert "pip install -e ." in commands["run"]
-    assert commands["test"].endswith("python -m pytest")
+    assert commands["test"].endswith("python -m pytest -n 2")
     # The test command works in a bare clone: no torch, no extra that needs one, no ../shared.
     assert "torch" not in commands["test"] and "embeddings" not in commands["test"]
     assert "../shared" not in commands["test"]
