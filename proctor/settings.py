@@ -159,6 +159,18 @@ SETTINGS: tuple[Setting, ...] = (
         shown="unset (PostgreSQL tests skip, and say so in the test header)",
     ),
     Setting(("PREFECT_API_URL",), "a Prefect server to report to", shown="unset (ephemeral API)"),
+    Setting(
+        ("PROCTOR_WARM",),
+        "`0`: the `proctor` command never starts in a warm process (`proctor warm start`), "
+        "even when one is up",
+        shown="unset (a warm process runs the command when one is up)",
+    ),
+    Setting(
+        ("PROCTOR_WARM_SOCKET",),
+        "the warm process's socket, for `proctor warm` and the commands it runs",
+        shown="`$XDG_RUNTIME_DIR` (else `/tmp`)`/proctor-UID/warm-HASH.sock`, one per Python "
+        "environment and checkout",
+    ),
 )
 
 _BY_NAME = {name: setting for setting in SETTINGS for name in setting.names}

@@ -22,6 +22,9 @@ POSTGRES_ENV = "PROCTOR_TEST_POSTGRES_URL"
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+# A warm process the developer left running must not run the tests' `proctor` commands:
+# tests/warm starts its own, on sockets of its own.
+os.environ["PROCTOR_WARM"] = "0"
 
 # Prefect configures logging (`logging.config.dictConfig`) when it is first imported, and that
 # closes every handler already installed. absl's handler (rouge-score installs it) then closes

@@ -33,6 +33,26 @@ def proctor_example(cli: str, tmp: Path, env: dict[str, str], repeats: int, time
     return seconds
 
 
+def warm_example(cli: str, tmp: Path, env: dict[str, str], repeats: int, timeout: float) -> list[float]:
+    """The example's command started in a warm process (proctor.warm) of its own, started first
+    (not timed) and stopped by its process id afterwards."""
+    import signal
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="pw", dir="/tmp"))  # a Unix socket's path is short
+    env = {**env, "PROCTOR_WARM": "1", "PROCTOR_WARM_SOCKET": str(folder / "warm.sock")}
+    took, output, code = run([cli, "warm", "start"], cwd=folder, env=env, timeout=timeout)
+    if code != 0:
+        raise RunFailed(f"proctor warm start exited {code}:\n{tail(output)}")
+    pid = int(output.split("warm process ")[1].split()[0])
+    try:
+        proctor_example(cli, tmp / "example-warm-process-first", env, 1, timeout)
+        return proctor_example(cli, tmp / "example-warm-process", env, repeats, timeout)
+    finally:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
 def start_prefect_server(python: str, home: Path, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
     """`prefect server start` on a free port with its own PREFECT_HOME; (process, API URL)."""
     import socket
@@ -85,7 +105,7 @@ def example_section(args: argparse.Namespace, tmp: Path) -> None:
     python = Path(args.proctor_python)
     cli = str(python.parent / "proctor")
     home = tmp / "example-prefect-home"  # no profile naming a server
-    env = base_env({"PREFECT_HOME": str(home)})
+    env = base_env({"PREFECT_HOME": str(home), "PROCTOR_WARM": "0"})  # warm only where it says so
     env.pop("PREFECT_API_URL", None)
     print(
         f"\nThe bundled example ({EXAMPLE.relative_to(PROJECT)}, 5 cases), whole command, "
@@ -113,6 +133,10 @@ def example_section(args: argparse.Namespace, tmp: Path) -> None:
                 args.example_repeats,
                 args.timeout,
             )
+            server_env = {**env, "PREFECT_API_URL": url}
+            figures["the same, commands started in a warm process (`proctor warm start`)"] = warm_example(
+                cli, tmp, server_env, args.example_repeats, args.timeout
+            )
         else:
             print("  against a running server: skipped (pass --prefect-api-url URL or --start-server)")
     except RunFailed as exc:
@@ -122,4 +146,4 @@ def example_section(args: argparse.Namespace, tmp: Path) -> None:
             stop_server(server)
     for label, values in figures.items():
         spread = f"{min(values):.2f}-{max(values):.2f}"
-        print(f"  proctor  {label:<60} {statistics.median(values):6.2f} s  (range {spread} s; goal <= 3 s)")
+        print(f"  proctor  {label:<60} {statistics.median(values):6.2f} s  (range {spread} s)")

@@ -52,11 +52,25 @@ def stopped_by_signal(error: BaseException) -> int | None:
     return EXIT_INTERRUPTED if type(stop) is KeyboardInterrupt else EXIT_TERMINATED
 
 
+# True in a warm process's child (proctor.warm), where Prefect was imported, its settings and
+# logging set up, before the command's environment arrived. Never in a process of its own, nor
+# for an in-process caller of `main`, whose logging is theirs.
+prefect_imported_before_command = False
+
+
 def quiet_prefect(verbose: bool) -> None:
     """Prefect's defaults suit a server; on a terminal they drown the progress bar."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    if prefect_imported_before_command:
+        # Prefect was imported before this command's settings were known (a warm process's
+        # child, proctor.warm): read them again, as a first import would have.
+        import prefect.context
+        from prefect.logging.configuration import setup_logging
+
+        prefect.context.refresh_global_settings_context()
+        setup_logging(incremental=False)
 
 
 # Control characters shown as symbols (ESC as ␛), newlines kept: an agent's error or a name

@@ -179,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("--reason", help="why, kept with the reset")
     reset.add_argument("--db", dest="database_url", help="results database URL")
 
+    warm = commands.add_parser(
+        "warm",
+        help="keep Proctor and Prefect imported in a process of their own, so commands start in "
+        "a fraction of a second (docs/performance.md)",
+    )
+    warm.add_argument("action", choices=("start", "stop", "status"))
+
     schema = commands.add_parser("schema", help="print the JSON Schema of the native suite format")
     schema.add_argument("kind", nargs="?", choices=("evalset", "config"), default="evalset")
     return parser
