@@ -17,13 +17,19 @@ import sys
 
 from proctor.warm.channel import ENV_SWITCH, Reader, send, socket_path
 
-EXIT_ERROR = 3  # proctor.cli.console.EXIT_ERROR (importing it would import the whole CLI)
+# proctor.cli.console's (importing it would import the whole command line)
+EXIT_BAD_INPUT, EXIT_ERROR = 2, 3
 FIRST_ANSWER_TIMEOUT = 30.0
 RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def console_main() -> int:
     """What the `proctor` console script calls."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # deleted under the shell that is still in it
+        print("error: the current folder no longer exists: cd to one that does", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if sys.argv[1:2] == ["warm"] and sys.argv[2:] in (["start"], ["stop"], ["status"]):
         from proctor.warm.control import warm_command  # light: the warm process's own controls
 

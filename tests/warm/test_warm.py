@@ -240,3 +240,18 @@ def test_stop_and_a_vanished_warm_process(warm: Warm, tmp_path: Path) -> None:
     assert stopped.returncode == 0 and f"stopping warm process {warm.pid}" in stopped.stdout
     wait_until(lambda: not alive(warm.pid), 60, "the warm process stopped")
     assert not Path(warm.env["PROCTOR_WARM_SOCKET"]).exists()
+
+
+def test_a_command_in_a_deleted_folder_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    command = f"cd {folder} && rmdir {folder} && {PROCTOR} history"
+    for warm in ("0", "1"):
+        done = subprocess.run(
+            ["bash", "-c", command], env={**os.environ, "PROCTOR_WARM": warm}, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stderr) == (
+            2,
+            "error: the current folder no longer exists: cd to one that does\n",
+        )
+        folder.mkdir()
