@@ -347,6 +347,11 @@ def judge_api():
 def test_proctor_scores_ranks_and_reports_as_vanna_does(
     dataset: str, judge_api: FakeOpenAI, tmp_path: Path, sqlite_url: str
 ) -> None:
+    compare_with_vanna(dataset, judge_api, tmp_path, sqlite_url)
+
+
+def compare_with_vanna(dataset: str, judge_api: FakeOpenAI, tmp_path: Path, sqlite_url: str) -> list[str]:
+    """One dataset scored, ranked and reported by both; Vanna's reasons for every evaluation."""
     rng = random.Random(f"vanna-parity-{dataset}")
     raw_cases = [generated_case(rng, number) for number in range(CASES_PER_DATASET)]
     document = {"dataset": {"name": dataset, "test_cases": raw_cases}}
@@ -435,10 +440,8 @@ def test_proctor_scores_ranks_and_reports_as_vanna_does(
     assert compared_evaluations >= CASES_PER_DATASET * len(VARIANTS)
     if dataset == "efficiency_only":  # the difference is exercised, and only there
         assert failed_agent_differences > 0
-    BRANCHES_SEEN[dataset] = seen_reasons
+    return seen_reasons
 
-
-BRANCHES_SEEN: dict[str, list[str]] = {}
 
 EVERY_BRANCH = [
     "No expected outcome specified, passing by default",
@@ -460,9 +463,14 @@ EVERY_BRANCH = [
 ]
 
 
-def test_the_generated_cases_reach_every_branch_of_vannas_evaluators() -> None:
-    """Runs after the comparisons above (same module, file order): what they covered."""
-    if len(BRANCHES_SEEN) < len(DATASETS):
-        pytest.skip("run with the comparisons above (the whole module)")
-    reasons = "\n".join(reason for seen in BRANCHES_SEEN.values() for reason in seen)
-    assert [branch for branch in EVERY_BRANCH if branch not in reasons] == []
+def test_the_generated_cases_reach_every_branch_of_vannas_evaluators(
+    judge_api: FakeOpenAI, tmp_path: Path
+) -> None:
+    """What the comparisons cover, each dataset compared again here: this test may run in
+    another process than theirs (pytest -n)."""
+    reasons = []
+    for dataset in sorted(DATASETS):
+        folder = tmp_path / dataset
+        folder.mkdir()
+        reasons += compare_with_vanna(dataset, judge_api, folder, f"sqlite:///{folder / 'results.db'}")
+    assert [branch for branch in EVERY_BRANCH if branch not in "\n".join(reasons)] == []
