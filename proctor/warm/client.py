@@ -65,6 +65,12 @@ def run_in_warm_process() -> int | None:
             "env": dict(os.environ),
             "path": sys.path,
             "umask": current_umask(),
+            "limits": resource_limits(),
+            # signals the command was started ignoring (nohup, a background job): ignored by its
+            # child as well, and not relayed
+            "ignored_signals": [
+                int(sig) for sig in RELAYED_SIGNALS if signal.getsignal(sig) == signal.SIG_IGN
+            ],
             "streams": [spec for spec, _ in streams],
         }
         try:
@@ -97,7 +103,8 @@ def relay(reader: Reader, pid: int) -> int:
             os.kill(pid, signum)
 
     for signum in RELAYED_SIGNALS:
-        signal.signal(signum, forward)
+        if signal.getsignal(signum) != signal.SIG_IGN:
+            signal.signal(signum, forward)
     try:
         message = reader.next()
     except OSError:
@@ -128,6 +135,27 @@ def standard_streams() -> list[tuple[dict[str, object], int]] | None:
             return None
         found.append((spec, fd))
     return found
+
+
+LIMITS = (
+    "RLIMIT_AS",
+    "RLIMIT_CORE",
+    "RLIMIT_CPU",
+    "RLIMIT_DATA",
+    "RLIMIT_FSIZE",
+    "RLIMIT_NOFILE",
+    "RLIMIT_NPROC",
+    "RLIMIT_STACK",
+)
+
+
+def resource_limits() -> dict[str, list[int]]:
+    """The command's resource limits (`ulimit`), which its child takes on."""
+    import resource
+
+    return {
+        name: list(resource.getrlimit(getattr(resource, name))) for name in LIMITS if hasattr(resource, name)
+    }
 
 
 def current_umask() -> int:

@@ -4,10 +4,11 @@
 what a run needs (Prefect's engines, Proctor's command line, flows and metrics, FastAPI, which
 Prefect loads to serialise a flow's parameters), then listens on a Unix socket (a folder only
 its user can enter; a connection from another user is closed unanswered). For each command it
-forks: the child takes the command's standard streams, folder, environment, `sys.path` and
-umask, then runs the command's own entry point, so it behaves as the command would have in a
-process of its own, agents and all. The parent only forks and reports: it reaps the child and
-sends the command its exit status, and stops the child (SIGTERM) if the command goes away.
+forks: the child takes the command's standard streams, folder, environment, `sys.path`,
+umask, resource limits and ignored signals, then runs the command's own entry point, so it
+behaves as the command would have in a process of its own, agents and all. The parent only
+forks and reports: it reaps the child and sends the command its exit status, and stops the
+child (SIGTERM) if the command goes away.
 
 Nothing here may start a thread before forking (a fork copies only the forking thread, and a
 lock another thread held stays held for ever in the child), and nothing that depends on the
@@ -215,6 +216,8 @@ class WarmServer:
             return "the command's Python path differs from the warm process's", False
         if python_settings(request.get("env", {})) != self.settings:
             return "the command's Python settings differ from the warm process's", False
+        if not within_own_limits(request.get("limits", {})):
+            return "the command's resource limits are above the warm process's", False
         return None
 
     def control(self, command: str, connection: socket.socket) -> None:
@@ -275,6 +278,23 @@ class WarmServer:
         connection.close()
 
 
+def within_own_limits(limits: dict[str, list[int]]) -> bool:
+    """Whether a child of this process can take these limits: it can lower its own, never raise
+    a hard limit above this process's."""
+    import resource
+
+    for name, (soft, hard) in limits.items():
+        _, own_hard = resource.getrlimit(getattr(resource, name))
+        if own_hard != resource.RLIM_INFINITY and (
+            hard == resource.RLIM_INFINITY
+            or hard > own_hard
+            or soft == resource.RLIM_INFINITY
+            or soft > own_hard
+        ):
+            return False
+    return True
+
+
 def exit_code(status: int) -> int:
     """A child's wait status as a shell reports it: its exit code, or 128 + the signal."""
     if os.WIFSIGNALED(status):
@@ -297,6 +317,12 @@ def run_command(request: dict[str, Any], fds: list[int], inherited: list[socket.
             os.close(fd)
         os.chdir(request["cwd"])
         os.umask(request["umask"])
+        import resource
+
+        for name, limit in request["limits"].items():
+            resource.setrlimit(getattr(resource, name), tuple(limit))
+        for signum in request["ignored_signals"]:
+            signal.signal(signum, signal.SIG_IGN)
         os.environ.clear()
         os.environ.update(request["env"])
         sys.path[:] = request["path"]

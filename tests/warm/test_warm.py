@@ -255,3 +255,45 @@ def test_a_command_in_a_deleted_folder_says_so(tmp_path: Path) -> None:
             "error: the current folder no longer exists: cd to one that does\n",
         )
         folder.mkdir()
+
+
+LIMITS_AGENT = (
+    "import os, resource, signal\n\n"
+    "def agent(request):\n"
+    "    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+    "    hup = 'ignored' if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else 'default'\n"
+    "    open(os.environ['MARK'], 'w').write(f'{soft} {hard} {hup}')\n"
+    "    return 'ok'\n"
+)
+
+
+def test_the_run_has_the_commands_limits_and_ignored_signals(warm: Warm, tmp_path: Path) -> None:
+    """`ulimit -n 300` and `nohup` (SIGHUP ignored) apply to the run as they would on its own."""
+    (tmp_path / "agent.py").write_text(LIMITS_AGENT)
+    suite = tmp_path / "limits.evalset.json"
+    suite.write_text(
+        '{"eval_set_id": "limits", "metadata": {"eval_config": {"criteria": {"response_match": 0.5}}},'
+        ' "eval_cases": [{"eval_id": "a", "conversation": [{"invocation_id": "t",'
+        ' "user_content": {"role": "user", "content": "hi"},'
+        ' "expected_final_response": {"role": "assistant", "content": "ok"}}]}]}'
+    )
+    seen = {}
+    before = warm.served()
+    for mode in ("1", "0"):
+        mark = tmp_path / f"mark{mode}"
+        command = (
+            f"ulimit -n 300 && trap '' HUP && exec {PROCTOR} run {suite} "
+            f"--agent {tmp_path / 'agent.py'}:agent --no-progress"
+        )
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env={**warm.env, "PROCTOR_WARM": mode, "MARK": str(mark)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        seen[mode] = mark.read_text()
+    assert seen["1"] == seen["0"] == "300 300 ignored"
+    assert warm.served() == before + 1
