@@ -136,8 +136,10 @@ class WarmServer:
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
         os.chmod(folder, 0o700)
+        if answers(self.path):
+            raise SystemExit(f"another warm process is already listening at {self.path}")
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+            os.unlink(self.path)  # left by a warm process that died
         self.listener.bind(self.path)
         os.chmod(self.path, 0o600)
         self.listener.listen(64)
@@ -291,6 +293,16 @@ def within_own_limits(limits: dict[str, list[int]]) -> bool:
             or soft == resource.RLIM_INFINITY
             or soft > own_hard
         ):
+            return False
+    return True
+
+
+def answers(path: str) -> bool:
+    """Whether a process listens at this socket path."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
             return False
     return True
 

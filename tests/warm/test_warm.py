@@ -236,6 +236,15 @@ def test_stop_and_a_vanished_warm_process(warm: Warm, tmp_path: Path) -> None:
     started = warm.proctor("warm", "start", cwd=tmp_path)
     warm.pid = int(started.stdout.split("warm process ")[1].split()[0])
     assert warm.proctor("warm", "start", cwd=tmp_path).stdout.startswith("already running")
+    second = subprocess.run(  # started by hand beside it: it leaves the first one its socket
+        [sys.executable, "-m", "proctor.warm.server"],
+        env=warm.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert second.returncode == 1 and "another warm process is already listening" in second.stderr
+    assert warm.proctor("warm", "status", cwd=tmp_path).stdout.startswith(f"warm process {warm.pid} ")
     stopped = warm.proctor("warm", "stop", cwd=tmp_path)
     assert stopped.returncode == 0 and f"stopping warm process {warm.pid}" in stopped.stdout
     wait_until(lambda: not alive(warm.pid), 60, "the warm process stopped")
