@@ -18,7 +18,7 @@ import sys
 from proctor.warm.channel import ENV_SWITCH, Reader, send, socket_path
 
 # proctor.cli.console's (importing it would import the whole command line)
-EXIT_BAD_INPUT, EXIT_ERROR = 2, 3
+EXIT_BAD_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 2, 3, 130
 FIRST_ANSWER_TIMEOUT = 30.0
 RELAYED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -87,6 +87,14 @@ def run_in_warm_process() -> int | None:
             return EXIT_ERROR
         except OSError:
             return None  # it went away before taking the command: nothing ran
+        except KeyboardInterrupt:  # Ctrl-C before the run's process was known: closing the
+            # connection has the warm process stop it, if it was forked at all
+            print(
+                "interrupted as the command started; a run it had begun is stopped "
+                "(`proctor history` lists it, `proctor resume` finishes it)",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
         if first is None or "pid" not in first:
             if first and first.get("say"):
                 print(f"note: {first['refused']}", file=sys.stderr)
