@@ -168,8 +168,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         ("PROCTOR_WARM_SOCKET",),
         "the warm process's socket, for `proctor warm` and the commands it runs",
-        shown="`$XDG_RUNTIME_DIR` (else `/tmp`)`/proctor-UID/warm-HASH.sock`, one per Python "
-        "environment and checkout",
+        shown="`$XDG_RUNTIME_DIR` (else `$TMPDIR`, else `/tmp`)`/proctor-UID/warm-HASH.sock`, one per "
+        "Python environment and checkout",
     ),
 )
 

@@ -41,7 +41,7 @@ def warm_example(cli: str, tmp: Path, env: dict[str, str], repeats: int, timeout
 
     folder = Path(tempfile.mkdtemp(prefix="pw", dir="/tmp"))  # a Unix socket's path is short
     env = {**env, "PROCTOR_WARM": "1", "PROCTOR_WARM_SOCKET": str(folder / "warm.sock")}
-    took, output, code = run([cli, "warm", "start"], cwd=folder, env=env, timeout=timeout)
+    _, output, code = run([cli, "warm", "start"], cwd=folder, env=env, timeout=timeout)
     if code != 0:
         raise RunFailed(f"proctor warm start exited {code}:\n{tail(output)}")
     pid = int(output.split("warm process ")[1].split()[0])

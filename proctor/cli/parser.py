@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     warm = commands.add_parser(
         "warm",
         help="keep Proctor and Prefect imported in a process of their own, so commands start in "
-        "a fraction of a second (docs/performance.md)",
+        "a fraction of a second (docs/service.md, 'A warm process')",
     )
     warm.add_argument("action", choices=("start", "stop", "status"))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import struct
 import sys
 from typing import Any
 
@@ -28,6 +29,37 @@ def socket_path() -> str:
     key = f"{os.path.realpath(sys.executable)}\0{package}".encode()
     base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
     return os.path.join(base, f"proctor-{os.getuid()}", f"warm-{zlib.crc32(key):08x}.sock")
+
+
+def private_folder(path: str) -> bool:
+    """Whether the socket's folder is this user's alone: a command sends its environment (keys
+    included) and its terminal, so never to a socket another user could have put there."""
+    try:
+        folder = os.stat(os.path.dirname(path))
+    except OSError:
+        return False
+    return folder.st_uid == os.getuid() and not folder.st_mode & 0o077
+
+
+def peer_uid(connection: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket (Linux's SO_PEERCRED)."""
+    return struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[2]
+
+
+def connect(path: str) -> socket.socket | None:
+    """A connection to the warm process listening at `path`, or None: none listens there, or the
+    socket, its folder or the process at its other end is not this user's alone."""
+    if not os.path.exists(path) or not private_folder(path):
+        return None
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+        if peer_uid(connection) == os.getuid():
+            return connection
+    except OSError:  # a socket left by a warm process that is gone
+        pass
+    connection.close()
+    return None
 
 
 def send(connection: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:

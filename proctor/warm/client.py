@@ -12,10 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 
-from proctor.warm.channel import ENV_SWITCH, Reader, send, socket_path
+from proctor.warm.channel import ENV_SWITCH, Reader, connect, send, socket_path
 
 # proctor.cli.console's (importing it would import the whole command line)
 EXIT_BAD_INPUT, EXIT_ERROR, EXIT_INTERRUPTED = 2, 3, 130
@@ -47,16 +46,11 @@ def run_in_warm_process() -> int | None:
     if os.environ.get(ENV_SWITCH) == "0":
         return None
     path = socket_path()
-    if not os.path.exists(path):
-        return None
     streams = standard_streams()
     if streams is None:
         return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(path)
-    except OSError:  # a socket left by a warm process that is gone
-        connection.close()
+    connection = connect(path)
+    if connection is None:
         return None
     with connection:
         request = {

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from datetime import datetime
 from typing import Any
 
-from proctor.warm.channel import Reader, send, socket_path
+from proctor.warm.channel import Reader, connect, private_folder, send, socket_path
 
 READY_TIMEOUT = 180.0
 
 
 def ask(command: str) -> dict[str, Any] | None:
     """The warm process's answer to `command` ("status" or "stop"), or None when none answers."""
-    path = socket_path()
-    if not os.path.exists(path):
+    connection = connect(socket_path())
+    if connection is None:
         return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+    with connection:
         connection.settimeout(10)
         try:
-            connection.connect(path)
             send(connection, {"command": command})
             return Reader(connection).next()
         except OSError:
@@ -45,6 +43,13 @@ def start() -> int:
         return 0
     path = socket_path()
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if not private_folder(path):
+        print(
+            f"error: {os.path.dirname(path)} is not yours alone (owner and mode 0700): commands would "
+            "send their environment there; remove it, or name another socket in PROCTOR_WARM_SOCKET",
+            file=sys.stderr,
+        )
+        return 3
     log_path = path + ".log"
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(

@@ -27,12 +27,11 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 from typing import Any
 
-from proctor.warm.channel import Reader, send, socket_path
+from proctor.warm.channel import Reader, connect, peer_uid, send, socket_path
 
 # What a run imports after the command line has parsed its arguments (found by listing
 # `sys.modules` before and after a run of the bundled example against a Prefect server).
@@ -136,7 +135,8 @@ class WarmServer:
         folder = os.path.dirname(self.path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
         os.chmod(folder, 0o700)
-        if answers(self.path):
+        if (running := connect(self.path)) is not None:
+            running.close()
             raise SystemExit(f"another warm process is already listening at {self.path}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)  # left by a warm process that died
@@ -166,8 +166,7 @@ class WarmServer:
 
     def accept(self) -> None:
         connection, _ = self.listener.accept()
-        uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[2]
-        if uid != os.getuid():  # the folder's mode keeps others out; this is in case it did not
+        if peer_uid(connection) != os.getuid():  # the folder's mode keeps others out; in case it did not
             connection.close()
             return
         connection.settimeout(10)
@@ -293,16 +292,6 @@ def within_own_limits(limits: dict[str, list[int]]) -> bool:
             or soft == resource.RLIM_INFINITY
             or soft > own_hard
         ):
-            return False
-    return True
-
-
-def answers(path: str) -> bool:
-    """Whether a process listens at this socket path."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-        except OSError:
             return False
     return True
 

@@ -5,6 +5,7 @@ its own and stops it by its process id."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -101,6 +102,26 @@ def warm() -> Iterator[Warm]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def one_case_suite(tmp_path: Path, name: str, agent: str) -> Path:
+    """An agent file and a one-case suite scored by response_match (no judge): the agent is
+    expected to answer 'ok'."""
+    (tmp_path / "agent.py").write_text(agent)
+    suite = tmp_path / f"{name}.evalset.json"
+    case = {
+        "eval_id": "a",
+        "conversation": [
+            {
+                "invocation_id": "t",
+                "user_content": {"role": "user", "content": "hi"},
+                "expected_final_response": {"role": "assistant", "content": "ok"},
+            }
+        ],
+    }
+    criteria = {"eval_config": {"criteria": {"response_match": 0.5}}}
+    suite.write_text(json.dumps({"eval_set_id": name, "metadata": criteria, "eval_cases": [case]}))
+    return suite
+
+
 def summary(output: str) -> str:
     return next(line for line in output.splitlines() if " passed (" in line).split(" · run ")[0]
 
@@ -164,13 +185,7 @@ def test_a_run_against_a_prefect_server_is_a_flow_run(warm: Warm, tmp_path: Path
 
 
 def test_ctrl_c_and_a_killed_command_reach_the_run(warm: Warm, tmp_path: Path) -> None:
-    (tmp_path / "agent.py").write_text(SLOW_AGENT)
-    suite = tmp_path / "slow.evalset.json"
-    suite.write_text(
-        '{"eval_set_id": "slow", "metadata": {"eval_config": {"criteria": {"response_match": 0.5}}},'
-        ' "eval_cases": [{"eval_id": "a", "conversation": [{"invocation_id": "t",'
-        ' "user_content": {"role": "user", "content": "hi"}, "expected_final_response": {"role": "assistant", "content": "ok"}}]}]}'
-    )
+    suite = one_case_suite(tmp_path, "slow", SLOW_AGENT)
     for how in ("ctrl-c", "kill"):
         mark = tmp_path / f"{how}.pid"
         command = subprocess.Popen(
@@ -278,14 +293,7 @@ LIMITS_AGENT = (
 
 def test_the_run_has_the_commands_limits_and_ignored_signals(warm: Warm, tmp_path: Path) -> None:
     """`ulimit -n 300` and `nohup` (SIGHUP ignored) apply to the run as they would on its own."""
-    (tmp_path / "agent.py").write_text(LIMITS_AGENT)
-    suite = tmp_path / "limits.evalset.json"
-    suite.write_text(
-        '{"eval_set_id": "limits", "metadata": {"eval_config": {"criteria": {"response_match": 0.5}}},'
-        ' "eval_cases": [{"eval_id": "a", "conversation": [{"invocation_id": "t",'
-        ' "user_content": {"role": "user", "content": "hi"},'
-        ' "expected_final_response": {"role": "assistant", "content": "ok"}}]}]}'
-    )
+    suite = one_case_suite(tmp_path, "limits", LIMITS_AGENT)
     seen = {}
     before = warm.served()
     for mode in ("1", "0"):
@@ -306,3 +314,17 @@ def test_the_run_has_the_commands_limits_and_ignored_signals(warm: Warm, tmp_pat
         seen[mode] = mark.read_text()
     assert seen["1"] == seen["0"] == "300 300 ignored"
     assert warm.served() == before + 1
+
+
+def test_a_socket_in_a_folder_others_can_enter_is_never_used(warm: Warm, tmp_path: Path) -> None:
+    """A command sends its environment (keys included) and its terminal: never to a socket in a
+    folder another user could have put it in, or replaced it in."""
+    shutil.copytree(EXAMPLE_SUITE.parent, tmp_path, dirs_exist_ok=True)
+    before = warm.served()
+    warm.folder.chmod(0o755)
+    ran = warm.proctor("validate", "weather.evalset.json", cwd=tmp_path)
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr  # on its own, as if none were up
+    refused = warm.proctor("warm", "start", cwd=tmp_path)
+    assert refused.returncode == 3 and "is not yours alone" in refused.stderr, refused.stdout
+    warm.folder.chmod(0o700)
+    assert warm.served() == before  # it was up all along, and never used
