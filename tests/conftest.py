@@ -37,9 +37,22 @@ import prefect.main  # noqa: E402,F401
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[None]:
     """One ephemeral Prefect API for the whole session (it takes ~10 s to start)."""
+    import contextlib
+
+    import httpx
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    # The harness picks a free port, then starts its server on it: under pytest -n, another
+    # process's server (a fake model API, a Slack server) can take that port in between, and the
+    # harness's health check gets its 404. A new port is picked on each try.
+    with contextlib.ExitStack() as stack:
+        for attempt in range(3):
+            try:
+                stack.enter_context(prefect_test_harness(server_startup_timeout=120))
+                break
+            except httpx.HTTPStatusError:
+                if attempt == 2:
+                    raise
         yield
 
 
